@@ -1,0 +1,114 @@
+//! `profmill aggregate`: perf.data → BOLT pre-aggregated profiles, one per binary.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use engine::aggregate::{aggregate, Aggregation, Request};
+use engine::binary::BinaryInfo;
+use engine::capture::Input;
+use engine::mapping::Rules;
+use engine::output::{write_atomically, write_preagg};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// BOLT pre-aggregated text for LLVM ≥ 21 (`T`/`B`/`E`/`S` records).
+    Preagg,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The perf.data capture (`-` reads a pipe-mode capture from stdin).
+    capture: PathBuf,
+    /// A profiled ELF binary; repeat for several (then -o names a directory).
+    #[arg(short = 'b', long = "binary", required = true)]
+    binaries: Vec<PathBuf>,
+    /// Output file (or directory, with several binaries).
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    #[arg(long, value_enum, default_value = "preagg")]
+    format: Format,
+    /// Count sample IPs (`E`/`S` records) instead of branch stacks.
+    #[arg(long)]
+    basic: bool,
+    /// Only this process.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Aggregate even if the binary's build-id is not in the capture.
+    #[arg(long)]
+    ignore_build_id: bool,
+    /// Decoding threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let binaries = args
+        .binaries
+        .iter()
+        .map(|p| BinaryInfo::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let input = if args.capture.as_os_str() == "-" {
+        Input::Stdin
+    } else {
+        Input::File(args.capture.clone())
+    };
+    let request = Request {
+        binaries,
+        basic: args.basic,
+        pid: args.pid,
+        ignore_build_id: args.ignore_build_id,
+        rules: Rules::Current,
+        threads: crate::default_threads(args.threads),
+    };
+    let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
+    let bar = engine::progress::bytes_bar(total, "reading");
+    let result = aggregate(&input, &request, &bar)?;
+    let outputs = output_paths(&args.output, &args.binaries)?;
+    for (profile, path) in result.profiles.iter().zip(&outputs) {
+        write_atomically(path, |out| write_preagg(out, profile))?;
+    }
+    summarize(&result, &args.binaries, &outputs, started);
+    Ok(())
+}
+
+/// One binary: `-o` is the file. Several: `-o` is a directory holding `<binary name>.preagg`.
+fn output_paths(output: &Path, binaries: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    if binaries.len() == 1 {
+        return Ok(vec![output.to_path_buf()]);
+    }
+    std::fs::create_dir_all(output)?;
+    Ok(binaries
+        .iter()
+        .map(|b| {
+            output.join(format!(
+                "{}.preagg",
+                b.file_name().unwrap_or_default().to_string_lossy()
+            ))
+        })
+        .collect())
+}
+
+fn summarize(r: &Aggregation, binaries: &[PathBuf], outputs: &[PathBuf], started: Instant) {
+    let s = &r.stats;
+    let mb = r.side.bytes as f64 / 1e6;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "profmill: read {} samples ({} with branch stacks, {} entries, {} kernel entries dropped) from {:.1} MB in {:.2} s ({:.0} MB/s)",
+        s.samples, s.samples_with_branches, s.branch_entries, s.kernel_entries, mb, secs, mb / secs.max(1e-9)
+    );
+    for ((p, b), o) in r.profiles.iter().zip(binaries).zip(outputs) {
+        let what = if r.basic {
+            format!("{} addresses, {} samples", p.ips.len(), p.samples)
+        } else {
+            format!("{} traces", p.traces.len())
+        };
+        eprintln!(
+            "profmill: {}: {} processes, {} → {}",
+            b.display(),
+            p.pids,
+            what,
+            o.display()
+        );
+    }
+}

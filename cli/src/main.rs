@@ -1,0 +1,47 @@
+//! The `profmill` command line: thin wrappers over `engine`.
+
+mod aggregate;
+mod script;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "profmill",
+    version,
+    about = "One fast engine for compiler-feedback profiles"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Aggregate a perf.data capture into per-binary BOLT profiles.
+    Aggregate(aggregate::Args),
+    /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
+    Script(script::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Aggregate(args) => aggregate::run(args),
+        Command::Script(args) => script::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("profmill: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Worker threads: `--threads`, else every core.
+fn default_threads(requested: Option<usize>) -> usize {
+    requested.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}

@@ -1,0 +1,141 @@
+//! What we need to know about an ELF binary to attribute samples to it: name, build-id,
+//! whether it loads at a fixed address, and its executable segments.
+
+use std::path::{Path, PathBuf};
+
+use object::Object;
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub address: u64,
+    pub size: u64,
+    pub file_offset: u64,
+    pub align: u64,
+    pub executable: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct BinaryInfo {
+    pub path: PathBuf,
+    /// The file name perf records in its mmap events are matched against.
+    pub file_name: Vec<u8>,
+    pub build_id: Option<Vec<u8>>,
+    /// `ET_EXEC`: addresses in samples are already the binary's addresses.
+    pub fixed_load_address: bool,
+    pub segments: Vec<Segment>,
+}
+
+impl BinaryInfo {
+    pub fn load(path: &Path) -> Result<BinaryInfo> {
+        let data = std::fs::read(path).map_err(crate::error::io_error(path))?;
+        Self::parse(path, &data)
+    }
+
+    pub fn parse(path: &Path, data: &[u8]) -> Result<BinaryInfo> {
+        let bad = |message: String| Error::Binary {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file = object::File::parse(data)
+            .map_err(|e| bad(format!("not an ELF file this tool can read: {e}")))?;
+        if file.format() != object::BinaryFormat::Elf {
+            return Err(bad(format!(
+                "expected an ELF file, found {:?}",
+                file.format()
+            )));
+        }
+        let segments =
+            elf_load_segments(data).ok_or_else(|| bad("malformed program headers".into()))?;
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        Ok(BinaryInfo {
+            path: path.to_path_buf(),
+            file_name: path
+                .file_name()
+                .map(|n| n.as_encoded_bytes().to_vec())
+                .unwrap_or_default(),
+            build_id,
+            fixed_load_address: file.kind() == object::ObjectKind::Executable,
+            segments,
+        })
+    }
+
+    /// perf2bolt's `getBaseAddressForMapping`: the load bias of a mapping of file offset `pgoff`
+    /// at `mmap_address`, from the first executable segment in the same aligned page.
+    pub fn base_address_for_mapping(&self, mmap_address: u64, pgoff: u64) -> Option<u64> {
+        self.segments.iter().filter(|s| s.executable).find_map(|s| {
+            let align = s.align.max(1);
+            (align_down(s.file_offset, align) == align_down(pgoff, align)).then(|| {
+                mmap_address.wrapping_sub(s.address.wrapping_sub(s.file_offset).wrapping_add(pgoff))
+            })
+        })
+    }
+
+    /// For fixed-address binaries: does a mapping at `mmap_address` cover an executable segment?
+    pub fn mapping_matches_segment(&self, mmap_address: u64) -> bool {
+        self.segments.iter().any(|s| {
+            s.executable && s.address >= mmap_address && s.address - mmap_address < s.align.max(1)
+        })
+    }
+
+    /// True if `addr` (a link-time address) lies in one of the loaded segments.
+    pub fn contains(&self, addr: u64) -> bool {
+        self.segments
+            .iter()
+            .any(|s| addr >= s.address && addr - s.address < s.size)
+    }
+}
+
+fn align_down(v: u64, align: u64) -> u64 {
+    v - v % align
+}
+
+/// PT_LOAD segments with their alignment and flags (`object`'s generic segment API hides both).
+fn elf_load_segments(data: &[u8]) -> Option<Vec<Segment>> {
+    use object::read::elf::{FileHeader, ProgramHeader};
+    let segments = |is64: bool| -> Option<Vec<Segment>> {
+        if is64 {
+            let header = object::elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
+            let endian = header.endian().ok()?;
+            let phdrs = header.program_headers(endian, data).ok()?;
+            Some(
+                phdrs
+                    .iter()
+                    .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
+                    .map(|p| Segment {
+                        address: p.p_vaddr(endian),
+                        size: p.p_memsz(endian),
+                        file_offset: p.p_offset(endian),
+                        align: p.p_align(endian),
+                        executable: p.p_flags(endian) & object::elf::PF_X != 0,
+                    })
+                    .collect(),
+            )
+        } else {
+            let header = object::elf::FileHeader32::<object::Endianness>::parse(data).ok()?;
+            let endian = header.endian().ok()?;
+            let phdrs = header.program_headers(endian, data).ok()?;
+            Some(
+                phdrs
+                    .iter()
+                    .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
+                    .map(|p| Segment {
+                        address: p.p_vaddr(endian).into(),
+                        size: p.p_memsz(endian).into(),
+                        file_offset: p.p_offset(endian).into(),
+                        align: p.p_align(endian).into(),
+                        executable: p.p_flags(endian) & object::elf::PF_X != 0,
+                    })
+                    .collect(),
+            )
+        }
+    };
+    let is64 = data.get(4) == Some(&2);
+    segments(is64)
+}
+
+/// Lowercase hex of a build-id, as perf and BOLT print it.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

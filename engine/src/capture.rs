@@ -1,0 +1,670 @@
+//! Reading a perf.data capture: one sequential walker finds record boundaries, collects the
+//! side-band records and decompresses zstd streams; worker threads decode the SAMPLE records of
+//! each shard into their own sink. File-mode captures are memory-mapped and sharded zero-copy;
+//! pipe-mode captures (stdin) are read in blocks.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use formats::bytes::{Bytes, Endian};
+use formats::perf::attr::sample_type;
+use formats::perf::header::{self, AttrEntry, Features};
+use formats::perf::stream::compressed_payload;
+use formats::perf::{
+    kind, next_record, Comm, EventAttr, EventSet, Mmap, Next, Offset, RecordRef, Records, Sample,
+    Task, ZstdStream,
+};
+
+use crate::error::{io_error, Error, Result};
+
+/// Shards are cut at the first record boundary past this many bytes.
+const SHARD_BYTES: usize = 8 << 20;
+/// Pipe-mode read size.
+const PIPE_BLOCK: usize = 8 << 20;
+
+/// Where a capture comes from.
+#[derive(Clone, Debug)]
+pub enum Input {
+    File(PathBuf),
+    Stdin,
+}
+
+impl Input {
+    pub fn name(&self) -> PathBuf {
+        match self {
+            Input::File(p) => p.clone(),
+            Input::Stdin => PathBuf::from("<stdin>"),
+        }
+    }
+}
+
+/// An mmap event, owned (side-band records are few).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MmapEvent {
+    pub pid: u32,
+    pub addr: u64,
+    pub len: u64,
+    pub pgoff: u64,
+    pub filename: Vec<u8>,
+    pub is_mmap2: bool,
+    pub build_id: Option<Vec<u8>>,
+}
+
+/// Process lifetime events, in stream order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskEvent {
+    Fork { pid: u32, ppid: u32, time: u64 },
+    Exec { pid: u32 },
+}
+
+/// Everything but the samples.
+#[derive(Clone, Debug, Default)]
+pub struct SideBand {
+    pub mmaps: Vec<MmapEvent>,
+    pub tasks: Vec<TaskEvent>,
+    pub features: Features,
+    pub events: EventSet,
+    pub bytes: u64,
+    pub records: u64,
+    /// With [`ReadOptions::render_mmap_events`]: every MMAP/MMAP2 as `perf script` prints it.
+    pub mmap_lines: Vec<u8>,
+}
+
+/// Optional work for the sequential walker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadOptions {
+    pub threads: usize,
+    pub render_mmap_events: bool,
+}
+
+/// Receives decoded samples; one per worker thread.
+pub trait Sink: Send {
+    fn sample(&mut self, event: usize, sample: &Sample<'_>);
+}
+
+/// A shard of complete records handed to a worker.
+enum Shard<'a> {
+    Mapped { data: &'a [u8], base: u64 },
+    Owned { data: Vec<u8>, origin: Origin },
+}
+
+#[derive(Clone, Copy)]
+enum Origin {
+    /// A block of a pipe: stream offset of its first byte.
+    Stream(u64),
+    /// Decompressed bytes; errors name the COMPRESSED record and the decompressed offset.
+    Decompressed { record: u64, base: u64 },
+}
+
+struct Work<'a> {
+    shard: Shard<'a>,
+    events: Arc<EventSet>,
+    endian: Endian,
+}
+
+/// Decodes the whole capture, feeding samples to `threads` sinks made by `make_sink`.
+pub fn read_capture<S: Sink, F: Fn() -> S + Sync>(
+    input: &Input,
+    options: ReadOptions,
+    make_sink: F,
+    progress: &indicatif::ProgressBar,
+) -> Result<(SideBand, Vec<S>)> {
+    let path = input.name();
+    let fmt_err = |source| Error::Format {
+        path: path.clone(),
+        source,
+    };
+    match input {
+        Input::File(p) => {
+            let file = std::fs::File::open(p).map_err(io_error(p))?;
+            // SAFETY: the mapping is read-only and private; we accept that another process
+            // truncating the capture while we read it is undefined, as every mmap reader does.
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error(p))?;
+            #[cfg(unix)]
+            let _ = map.advise(memmap2::Advice::Sequential);
+            let (_, mode) = header::detect(&map).map_err(fmt_err)?;
+            match mode {
+                header::Mode::File => {
+                    run(options, &make_sink, |walker| walker.file(&map, progress))
+                }
+                header::Mode::Pipe => run(options, &make_sink, |walker| {
+                    walker.pipe(&mut &map[..], progress)
+                }),
+            }
+            .map_err(|e| e.into_engine(&path))
+        }
+        Input::Stdin => {
+            let mut stdin = std::io::stdin().lock();
+            run(options, &make_sink, |walker| {
+                walker.pipe(&mut stdin, progress)
+            })
+            .map_err(|e| e.into_engine(&path))
+        }
+    }
+}
+
+/// Errors inside the pipeline, before the file name is attached.
+enum PipeError {
+    Format(formats::perf::Error),
+    Io(std::io::Error),
+}
+
+impl PipeError {
+    fn into_engine(self, path: &Path) -> Error {
+        match self {
+            PipeError::Format(source) => Error::Format {
+                path: path.to_path_buf(),
+                source,
+            },
+            PipeError::Io(source) => Error::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+impl From<formats::perf::Error> for PipeError {
+    fn from(e: formats::perf::Error) -> Self {
+        PipeError::Format(e)
+    }
+}
+
+fn run<'a, S: Sink, F: Fn() -> S + Sync>(
+    options: ReadOptions,
+    make_sink: &F,
+    produce: impl FnOnce(&mut Walker<'_, 'a>) -> std::result::Result<(), PipeError>,
+) -> std::result::Result<(SideBand, Vec<S>), PipeError> {
+    let threads = options.threads.max(1);
+    let (tx, rx) = crossbeam_channel::bounded::<Work<'a>>(threads * 2);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<formats::perf::Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let rx = rx.clone();
+                let (failed, first_error) = (&failed, &first_error);
+                scope.spawn(move || {
+                    let mut sink = make_sink();
+                    for work in rx.iter() {
+                        if failed.load(Ordering::Relaxed) {
+                            continue;
+                        }
+                        if let Err(e) = decode_shard(&work, &mut sink) {
+                            failed.store(true, Ordering::Relaxed);
+                            first_error.lock().unwrap().get_or_insert(e);
+                        }
+                    }
+                    sink
+                })
+            })
+            .collect();
+        drop(rx);
+        let mut walker = Walker {
+            side: SideBand::default(),
+            tx,
+            failed: &failed,
+            endian: Endian::Little,
+            events: Arc::default(),
+            render_mmaps: options.render_mmap_events,
+        };
+        let produced = produce(&mut walker);
+        let Walker { side, tx, .. } = walker;
+        drop(tx);
+        let sinks: Vec<S> = workers
+            .into_iter()
+            .map(|w| w.join().expect("worker panicked"))
+            .collect();
+        if let Some(e) = first_error.lock().unwrap().take() {
+            return Err(PipeError::Format(e));
+        }
+        produced?;
+        Ok((side, sinks))
+    })
+}
+
+/// Decodes every SAMPLE of a shard of complete records.
+fn decode_shard<S: Sink>(work: &Work<'_>, sink: &mut S) -> formats::perf::Result<()> {
+    let (data, base, origin) = match &work.shard {
+        Shard::Mapped { data, base } => (*data, *base, None),
+        Shard::Owned { data, origin } => (&data[..], 0, Some(*origin)),
+    };
+    let events = &work.events;
+    for record in Records::new(Bytes::new(data, work.endian), base) {
+        let record = record.map_err(|e| relocate(e, origin))?;
+        if record.header.kind != kind::SAMPLE {
+            continue;
+        }
+        let located = |kind| relocate(formats::perf::Error::at(record.offset, kind), origin);
+        let event = events.sample_event(record.body).map_err(located)?;
+        let sample = events.layouts[event].parse(record.body).map_err(|field| {
+            located(formats::perf::ErrorKind::SampleTooShort {
+                field,
+                record_size: record.header.size as usize,
+            })
+        })?;
+        sink.sample(event, &sample);
+    }
+    Ok(())
+}
+
+/// Rewrites an offset within an owned shard into a stream or decompressed offset.
+fn relocate(mut e: formats::perf::Error, origin: Option<Origin>) -> formats::perf::Error {
+    let Offset::File(off) = e.offset else {
+        return e;
+    };
+    e.offset = match origin {
+        None => Offset::File(off),
+        Some(Origin::Stream(base)) => Offset::File(base + off),
+        Some(Origin::Decompressed { record, base }) => Offset::Compressed {
+            record,
+            decompressed: base + off,
+        },
+    };
+    e
+}
+
+/// The sequential part: record boundaries, side-band, decompression, shard hand-off.
+struct Walker<'f, 'a> {
+    side: SideBand,
+    tx: crossbeam_channel::Sender<Work<'a>>,
+    failed: &'f AtomicBool,
+    endian: Endian,
+    events: Arc<EventSet>,
+    render_mmaps: bool,
+}
+
+/// The decompressed side of a zstd stream: bytes not yet handed out, and how far they were walked.
+struct Inflated {
+    stream: ZstdStream,
+    buf: Vec<u8>,
+    walked: usize,
+    /// Decompressed offset of `buf[0]` in the whole stream.
+    base: u64,
+    last_record: u64,
+}
+
+impl<'f, 'a> Walker<'f, 'a> {
+    fn send(&self, shard: Shard<'a>) {
+        let work = Work {
+            shard,
+            events: self.events.clone(),
+            endian: self.endian,
+        };
+        // A send only fails once every worker is gone, which happens only after an error.
+        let _ = self.tx.send(work);
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// File mode: header, attrs and features, then the data section, zero-copy.
+    fn file(
+        &mut self,
+        map: &'a [u8],
+        progress: &indicatif::ProgressBar,
+    ) -> std::result::Result<(), PipeError> {
+        let head = header::FileHeader::parse(map)?;
+        self.endian = head.endian;
+        self.side.features = head.features;
+        self.set_events(EventSet::new(head.attrs).map_err(|k| formats::perf::Error::at(24, k))?);
+        let start = head.data_offset as usize;
+        let data = &map[start..start + head.data_size as usize];
+        progress.set_length(data.len() as u64);
+        let buf = Bytes::new(data, self.endian);
+        let (mut pos, mut shard_start) = (0usize, 0usize);
+        let mut inflated: Option<Inflated> = None;
+        loop {
+            match next_record(buf, pos, start as u64)? {
+                Next::Record(r, next) => {
+                    if is_compressed(r.header.kind) {
+                        self.flush_mapped(data, shard_start, pos, start);
+                        self.inflate(&r, &mut inflated)?;
+                        shard_start = next;
+                    } else {
+                        self.side_band(&r)?;
+                    }
+                    pos = next;
+                    if pos - shard_start >= SHARD_BYTES {
+                        self.flush_mapped(data, shard_start, pos, start);
+                        shard_start = pos;
+                        progress.set_position(pos as u64);
+                        if self.stop_requested() {
+                            return Ok(());
+                        }
+                    }
+                }
+                Next::Incomplete { need } => {
+                    let have = (data.len() - pos) as u64;
+                    return Err(formats::perf::Error::at(
+                        start as u64 + pos as u64,
+                        formats::perf::ErrorKind::PartialRecord { have, need },
+                    )
+                    .into());
+                }
+                Next::End => break,
+            }
+        }
+        self.flush_mapped(data, shard_start, pos, start);
+        self.finish_inflated(inflated)?;
+        self.side.bytes = map.len() as u64;
+        progress.finish_and_clear();
+        Ok(())
+    }
+
+    fn flush_mapped(&self, data: &'a [u8], from: usize, to: usize, base: usize) {
+        if to > from {
+            self.send(Shard::Mapped {
+                data: &data[from..to],
+                base: (base + from) as u64,
+            });
+        }
+    }
+
+    /// Pipe mode: a 16-byte header, then records (attrs and features among them) until EOF.
+    fn pipe(
+        &mut self,
+        input: &mut dyn Read,
+        progress: &indicatif::ProgressBar,
+    ) -> std::result::Result<(), PipeError> {
+        let mut head = [0u8; 16];
+        read_full(input, &mut head).map_err(PipeError::Io)?;
+        let (endian, mode) = header::detect(&head)?;
+        if mode != header::Mode::Pipe {
+            return Err(formats::perf::Error::at(
+                8,
+                formats::perf::ErrorKind::BadHeaderSize(
+                    Bytes::new(&head, endian).u64(8).unwrap_or(0),
+                ),
+            )
+            .into());
+        }
+        self.endian = endian;
+        let mut block: Vec<u8> = Vec::with_capacity(PIPE_BLOCK);
+        let mut block_base = 16u64;
+        let mut inflated: Option<Inflated> = None;
+        let mut pending_events = EventSet::default();
+        loop {
+            let eof = fill(input, &mut block, PIPE_BLOCK).map_err(PipeError::Io)?;
+            let buf = Bytes::new(&block, endian);
+            let mut pos = 0usize;
+            let mut need_more = false;
+            loop {
+                match next_record(buf, pos, block_base)? {
+                    Next::Record(r, next) => {
+                        match r.header.kind {
+                            kind::HEADER_ATTR => {
+                                pending_events
+                                    .push(pipe_attr(&r)?)
+                                    .map_err(|k| formats::perf::Error::at(r.offset, k))?;
+                                self.set_events(pending_events.clone());
+                            }
+                            kind::HEADER_FEATURE => self.pipe_feature(&r)?,
+                            kind::HEADER_BUILD_ID => {
+                                let full =
+                                    Bytes::new(&block[pos..pos + r.header.size as usize], endian);
+                                self.side
+                                    .features
+                                    .build_ids
+                                    .push(header::build_id_entry(full, r.header.misc));
+                            }
+                            k if is_compressed(k) => self.inflate(&r, &mut inflated)?,
+                            _ => self.side_band(&r)?,
+                        }
+                        pos = next;
+                    }
+                    Next::Incomplete { need } => {
+                        if eof {
+                            let have = (block.len() - pos) as u64;
+                            return Err(formats::perf::Error::at(
+                                block_base + pos as u64,
+                                formats::perf::ErrorKind::PartialRecord { have, need },
+                            )
+                            .into());
+                        }
+                        need_more = true;
+                        // A record larger than a block (AUXTRACE payloads) needs a larger block.
+                        block.reserve(need as usize);
+                        break;
+                    }
+                    Next::End => break,
+                }
+            }
+            let rest = block.split_off(pos);
+            progress.inc(block.len() as u64);
+            if !block.is_empty() {
+                self.send(Shard::Owned {
+                    data: std::mem::take(&mut block),
+                    origin: Origin::Stream(block_base),
+                });
+            }
+            block_base += pos as u64;
+            block = rest;
+            block.reserve(PIPE_BLOCK);
+            if (eof && !need_more) || self.stop_requested() {
+                break;
+            }
+        }
+        self.finish_inflated(inflated)?;
+        self.side.bytes = block_base;
+        progress.finish_and_clear();
+        Ok(())
+    }
+
+    fn set_events(&mut self, events: EventSet) {
+        self.side.events = events.clone();
+        self.events = Arc::new(events);
+    }
+
+    fn pipe_feature(&mut self, r: &RecordRef<'_>) -> formats::perf::Result<()> {
+        let Some(bit) = r.body.u64(0) else {
+            return Ok(());
+        };
+        let payload = r.body.tail(8).unwrap_or(r.body);
+        let mut attrs = std::mem::take(&mut self.side.events.attrs);
+        let result = header::apply_feature(
+            &mut self.side.features,
+            &mut attrs,
+            bit as u32,
+            payload,
+            r.offset + 16,
+        );
+        self.side.events.attrs = attrs;
+        result
+    }
+
+    /// Decompresses a COMPRESSED record and hands out the complete records it finishes.
+    fn inflate(
+        &mut self,
+        r: &RecordRef<'_>,
+        state: &mut Option<Inflated>,
+    ) -> std::result::Result<(), PipeError> {
+        if state.is_none() {
+            *state = Some(Inflated {
+                stream: ZstdStream::new()?,
+                buf: Vec::new(),
+                walked: 0,
+                base: 0,
+                last_record: r.offset,
+            });
+        }
+        let st = state.as_mut().expect("just set");
+        st.last_record = r.offset;
+        st.stream
+            .decompress(compressed_payload(r)?, &mut st.buf, r.offset)?;
+        let origin = Origin::Decompressed {
+            record: r.offset,
+            base: st.base,
+        };
+        let buf = Bytes::new(&st.buf, self.endian);
+        loop {
+            match next_record(buf, st.walked, 0).map_err(|e| relocate(e, Some(origin)))? {
+                Next::Record(inner, next) => {
+                    self.side_band(&inner)
+                        .map_err(|e| relocate(e, Some(origin)))?;
+                    st.walked = next;
+                }
+                Next::Incomplete { .. } | Next::End => break,
+            }
+        }
+        if st.walked >= SHARD_BYTES {
+            self.hand_out(st);
+        }
+        Ok(())
+    }
+
+    fn hand_out(&self, st: &mut Inflated) {
+        let rest = st.buf.split_off(st.walked);
+        let data = std::mem::replace(&mut st.buf, rest);
+        let origin = Origin::Decompressed {
+            record: st.last_record,
+            base: st.base,
+        };
+        st.base += st.walked as u64;
+        st.walked = 0;
+        self.send(Shard::Owned { data, origin });
+    }
+
+    fn finish_inflated(&mut self, state: Option<Inflated>) -> formats::perf::Result<()> {
+        let Some(mut st) = state else { return Ok(()) };
+        if st.walked > 0 {
+            self.hand_out(&mut st);
+        }
+        if !st.buf.is_empty() {
+            let kind = formats::perf::ErrorKind::PartialRecord {
+                have: st.buf.len() as u64,
+                need: 8,
+            };
+            return Err(formats::perf::Error {
+                offset: Offset::Compressed {
+                    record: st.last_record,
+                    decompressed: st.base,
+                },
+                kind,
+            });
+        }
+        Ok(())
+    }
+
+    /// Collects MMAP, MMAP2, COMM and FORK records.
+    fn side_band(&mut self, r: &RecordRef<'_>) -> formats::perf::Result<()> {
+        self.side.records += 1;
+        let k = r.header.kind;
+        if !matches!(k, kind::MMAP | kind::MMAP2 | kind::COMM | kind::FORK) {
+            return Ok(());
+        }
+        let fallback = formats::perf::SampleLayout::new(&EventAttr::default());
+        let layout = self
+            .events
+            .layouts
+            .get(self.events.other_event(r.body))
+            .unwrap_or(&fallback);
+        let trailer = layout.trailer_size;
+        let short = || {
+            formats::perf::Error::at(
+                r.offset,
+                formats::perf::ErrorKind::RecordBodyTooShort {
+                    record_type: k,
+                    size: r.header.size as usize,
+                },
+            )
+        };
+        match k {
+            kind::MMAP | kind::MMAP2 => {
+                let m = if k == kind::MMAP {
+                    Mmap::parse_mmap(r.body, r.header.misc, trailer)
+                } else {
+                    Mmap::parse_mmap2(r.body, r.header.misc, trailer)
+                };
+                let m = m.ok_or_else(short)?;
+                if self.render_mmaps {
+                    let pid =
+                        formats::perf::record::parse_sample_id(r.body, layout.sample_type, trailer)
+                            .pid
+                            .unwrap_or(0);
+                    let _ = formats::perf::script::write_mmap(
+                        &mut self.side.mmap_lines,
+                        pid,
+                        &m,
+                        r.header.misc,
+                    );
+                }
+                let build_id = match &m.mmap2 {
+                    Some(formats::perf::record::Mmap2Extra::BuildId { build_id, .. }) => {
+                        Some(build_id.to_vec())
+                    }
+                    _ => None,
+                };
+                self.side.mmaps.push(MmapEvent {
+                    pid: m.pid,
+                    addr: m.addr,
+                    len: m.len,
+                    pgoff: m.pgoff,
+                    filename: m.filename.to_vec(),
+                    is_mmap2: k == kind::MMAP2,
+                    build_id,
+                });
+            }
+            kind::COMM => {
+                let c = Comm::parse(r.body, r.header.misc, trailer).ok_or_else(short)?;
+                if c.exec {
+                    self.side.tasks.push(TaskEvent::Exec { pid: c.pid });
+                }
+            }
+            _ => {
+                let t = Task::parse(r.body).ok_or_else(short)?;
+                // perf2bolt reads the time perf script prints: the sample_id_all one.
+                let time = if layout.sample_type & sample_type::TIME != 0 && layout.sample_id_all {
+                    formats::perf::record::parse_sample_id(r.body, layout.sample_type, trailer)
+                        .time
+                        .unwrap_or(t.time)
+                } else {
+                    t.time
+                };
+                self.side.tasks.push(TaskEvent::Fork {
+                    pid: t.pid,
+                    ppid: t.ppid,
+                    time,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_compressed(k: u32) -> bool {
+    k == kind::COMPRESSED || k == kind::COMPRESSED2
+}
+
+/// HEADER_ATTR: the attr (its own `size` bytes), then the event ids up to the record's end.
+fn pipe_attr(r: &RecordRef<'_>) -> formats::perf::Result<AttrEntry> {
+    let attr = EventAttr::parse(r.body, r.offset + 8)?;
+    let ids = (attr.size as usize..r.body.len())
+        .step_by(8)
+        .filter_map(|off| r.body.u64(off))
+        .collect();
+    Ok(AttrEntry {
+        attr,
+        ids,
+        name: None,
+    })
+}
+
+fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<()> {
+    input.read_exact(buf)
+}
+
+/// Appends up to `want` more bytes; returns true at end of input.
+fn fill(input: &mut dyn Read, block: &mut Vec<u8>, want: usize) -> std::io::Result<bool> {
+    let target = block.len() + want;
+    while block.len() < target {
+        let n = Read::take(&mut *input, (target - block.len()) as u64).read_to_end(block)?;
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

@@ -1,0 +1,2 @@
+//! BOLT profile formats.
+pub mod preagg;

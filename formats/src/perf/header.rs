@@ -1,0 +1,325 @@
+//! The file header (file mode and pipe mode), the attr section and the feature sections.
+
+use super::attr::EventAttr;
+use super::error::{Error, ErrorKind, Result};
+use super::record::{misc, RecordHeader};
+use crate::bytes::{Bytes, Endian};
+
+/// "PERFILE2" read as a little-endian u64.
+pub const MAGIC: u64 = 0x3245_4c49_4652_4550;
+pub const FILE_HEADER_SIZE: u64 = 104;
+pub const LEGACY_HEADER_SIZE: u64 = 72;
+pub const PIPE_HEADER_SIZE: u64 = 16;
+
+/// Feature bits (`HEADER_*` in perf's header.h).
+pub mod feature {
+    pub const BUILD_ID: u32 = 2;
+    pub const HOSTNAME: u32 = 3;
+    pub const OSRELEASE: u32 = 4;
+    pub const VERSION: u32 = 5;
+    pub const ARCH: u32 = 6;
+    pub const CMDLINE: u32 = 11;
+    pub const EVENT_DESC: u32 = 12;
+    pub const COMPRESSED: u32 = 27;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    File,
+    Pipe,
+}
+
+/// Detects the byte order and mode from the first 16 bytes.
+pub fn detect(data: &[u8]) -> Result<(Endian, Mode)> {
+    let b = Bytes::new(data, Endian::Little);
+    let magic = b
+        .u64(0)
+        .ok_or_else(|| truncated(0, "file header", 16, data.len()))?;
+    let endian = if magic == MAGIC {
+        Endian::Little
+    } else if magic.swap_bytes() == MAGIC {
+        Endian::Big
+    } else {
+        return Err(Error::at(0, ErrorKind::BadMagic));
+    };
+    let b = Bytes::new(data, endian);
+    let size = b
+        .u64(8)
+        .ok_or_else(|| truncated(8, "file header", 16, data.len()))?;
+    match size {
+        PIPE_HEADER_SIZE => Ok((endian, Mode::Pipe)),
+        FILE_HEADER_SIZE | LEGACY_HEADER_SIZE => Ok((endian, Mode::File)),
+        other => Err(Error::at(8, ErrorKind::BadHeaderSize(other))),
+    }
+}
+
+/// One event: its attr, its sample ids, and its name if the file says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AttrEntry {
+    pub attr: EventAttr,
+    pub ids: Vec<u64>,
+    pub name: Option<String>,
+}
+
+/// One entry of the BUILD_ID feature (or a pipe-mode HEADER_BUILD_ID record).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildIdEntry {
+    pub pid: i32,
+    pub cpumode: u16,
+    pub build_id: Vec<u8>,
+    pub filename: Vec<u8>,
+}
+
+/// The feature sections this project reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    pub build_ids: Vec<BuildIdEntry>,
+    pub cmdline: Vec<String>,
+    pub hostname: Option<String>,
+    pub os_release: Option<String>,
+    pub perf_version: Option<String>,
+    pub arch: Option<String>,
+}
+
+/// A file-mode header with its attrs and features; the data section is `data_offset..+data_size`.
+#[derive(Clone, Debug)]
+pub struct FileHeader {
+    pub endian: Endian,
+    pub attrs: Vec<AttrEntry>,
+    pub data_offset: u64,
+    pub data_size: u64,
+    pub features: Features,
+}
+
+impl FileHeader {
+    /// Parses the header, attrs and feature sections of a whole file-mode capture.
+    pub fn parse(data: &[u8]) -> Result<FileHeader> {
+        let (endian, mode) = detect(data)?;
+        if mode != Mode::File {
+            return Err(Error::at(8, ErrorKind::BadHeaderSize(PIPE_HEADER_SIZE)));
+        }
+        let b = Bytes::new(data, endian);
+        let header_size = b.u64(8).unwrap_or(0);
+        let need = |off: usize| {
+            b.u64(off)
+                .ok_or_else(|| truncated(0, "file header", header_size as usize, data.len()))
+        };
+        let attr_size = need(16)?;
+        let (attrs_off, attrs_size) = (need(24)?, need(32)?);
+        let (data_off, data_size) = (need(40)?, need(48)?);
+        let feature_bits = if header_size == FILE_HEADER_SIZE {
+            [need(72)?, need(80)?, need(88)?, need(96)?]
+        } else {
+            [0; 4]
+        };
+        let file_size = data.len() as u64;
+        check_section("attrs", attrs_off, attrs_size, file_size)?;
+        check_section("data", data_off, data_size, file_size)?;
+        let mut attrs = parse_attrs(b, attrs_off, attrs_size, attr_size)?;
+        let features = parse_feature_table(b, data_off + data_size, &feature_bits, &mut attrs)?;
+        if attrs.is_empty() {
+            return Err(Error::at(24, ErrorKind::NoAttrs));
+        }
+        Ok(FileHeader {
+            endian,
+            attrs,
+            data_offset: data_off,
+            data_size,
+            features,
+        })
+    }
+}
+
+fn check_section(what: &'static str, offset: u64, size: u64, file_size: u64) -> Result<()> {
+    match offset.checked_add(size) {
+        Some(end) if end <= file_size => Ok(()),
+        _ => Err(Error::at(
+            0,
+            ErrorKind::SectionOutOfBounds {
+                what,
+                offset,
+                size,
+                file_size,
+            },
+        )),
+    }
+}
+
+fn parse_attrs(b: Bytes<'_>, off: u64, size: u64, attr_size: u64) -> Result<Vec<AttrEntry>> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    if attr_size < 64 + 16 {
+        return Err(Error::at(16, ErrorKind::BadAttrSize(attr_size)));
+    }
+    let mut attrs = Vec::new();
+    for i in 0..size / attr_size {
+        let entry_off = off + i * attr_size;
+        let entry = b
+            .sub(entry_off as usize, attr_size as usize)
+            .ok_or_else(|| truncated(entry_off, "attr entry", attr_size as usize, 0))?;
+        let attr = EventAttr::parse(entry, entry_off)?;
+        // The ids section follows the attr as this file wrote it (attr_size − 16 bytes).
+        let ids_pos = attr_size as usize - 16;
+        let ids_off = entry.u64(ids_pos).unwrap_or(0);
+        let ids_size = entry.u64(ids_pos + 8).unwrap_or(0);
+        let ids = read_u64s(b, ids_off, ids_size, "attr ids")?;
+        attrs.push(AttrEntry {
+            attr,
+            ids,
+            name: None,
+        });
+    }
+    Ok(attrs)
+}
+
+fn read_u64s(b: Bytes<'_>, off: u64, size: u64, what: &'static str) -> Result<Vec<u64>> {
+    check_section(what, off, size, b.len() as u64)?;
+    Ok((0..size / 8)
+        .filter_map(|i| b.u64((off + 8 * i) as usize))
+        .collect())
+}
+
+/// The feature table sits right after the data section: one `{offset, size}` per set bit.
+fn parse_feature_table(
+    b: Bytes<'_>,
+    table_off: u64,
+    bits: &[u64; 4],
+    attrs: &mut [AttrEntry],
+) -> Result<Features> {
+    let mut features = Features::default();
+    let mut slot = 0u64;
+    for bit in 0..256u32 {
+        if bits[(bit / 64) as usize] & (1 << (bit % 64)) == 0 {
+            continue;
+        }
+        let entry = table_off + 16 * slot;
+        slot += 1;
+        let (Some(off), Some(size)) = (b.u64(entry as usize), b.u64(entry as usize + 8)) else {
+            // perf itself tolerates a missing table (a killed recording); so do we.
+            break;
+        };
+        check_section("feature", off, size, b.len() as u64)?;
+        let section = b.sub(off as usize, size as usize).unwrap_or(b);
+        apply_feature(&mut features, attrs, bit, section, off)?;
+    }
+    Ok(features)
+}
+
+/// Decodes one feature payload into `features` (shared by file and pipe mode).
+pub fn apply_feature(
+    features: &mut Features,
+    attrs: &mut [AttrEntry],
+    bit: u32,
+    section: Bytes<'_>,
+    offset: u64,
+) -> Result<()> {
+    match bit {
+        feature::BUILD_ID => features.build_ids = parse_build_ids(section, offset)?,
+        feature::HOSTNAME => features.hostname = perf_string(section, 0).map(|(s, _)| s),
+        feature::OSRELEASE => features.os_release = perf_string(section, 0).map(|(s, _)| s),
+        feature::VERSION => features.perf_version = perf_string(section, 0).map(|(s, _)| s),
+        feature::ARCH => features.arch = perf_string(section, 0).map(|(s, _)| s),
+        feature::CMDLINE => features.cmdline = perf_string_list(section),
+        feature::EVENT_DESC => apply_event_desc(section, attrs),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `u32 len; char str[len]` (NUL-padded). Returns the string and the offset after it.
+fn perf_string(b: Bytes<'_>, off: usize) -> Option<(String, usize)> {
+    let len = b.u32(off)? as usize;
+    let raw = b.sub(off + 4, len)?.c_str(0)?;
+    Some((String::from_utf8_lossy(raw).into_owned(), off + 4 + len))
+}
+
+fn perf_string_list(b: Bytes<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    let nr = b.u32(0).unwrap_or(0);
+    let mut off = 4;
+    for _ in 0..nr {
+        let Some((s, next)) = perf_string(b, off) else {
+            break;
+        };
+        out.push(s);
+        off = next;
+    }
+    out
+}
+
+/// EVENT_DESC: `u32 nr, attr_size; { attr; u32 nr_ids; string name; u64 ids[nr_ids] }[nr]`.
+/// Names are matched to attrs by position (perf writes them in attr order).
+fn apply_event_desc(b: Bytes<'_>, attrs: &mut [AttrEntry]) {
+    let (Some(nr), Some(attr_size)) = (b.u32(0), b.u32(4)) else {
+        return;
+    };
+    let mut off = 8usize;
+    for i in 0..nr as usize {
+        let Some(nr_ids) = b.u32(off + attr_size as usize) else {
+            return;
+        };
+        let Some((name, next)) = perf_string(b, off + attr_size as usize + 4) else {
+            return;
+        };
+        if let Some(entry) = attrs.get_mut(i) {
+            entry.name = Some(name);
+        }
+        off = next + 8 * nr_ids as usize;
+    }
+}
+
+/// A sequence of `perf_record_header_build_id`, each `{header; s32 pid; u8 build_id[24];
+/// char filename[]}`, iterated by `header.size`.
+pub fn parse_build_ids(b: Bytes<'_>, offset: u64) -> Result<Vec<BuildIdEntry>> {
+    let mut out = Vec::new();
+    let mut off = 0usize;
+    while off + 8 <= b.len() {
+        let header = RecordHeader::parse(b, off).expect("checked length");
+        let size = header.size as usize;
+        if size < 36 || off + size > b.len() {
+            return Err(Error::at(
+                offset + off as u64,
+                ErrorKind::Truncated {
+                    what: "build-id entry",
+                    needed: size.max(36) as u64,
+                    available: (b.len() - off) as u64,
+                },
+            ));
+        }
+        let rec = b.sub(off, size).expect("checked length");
+        out.push(build_id_entry(rec, header.misc));
+        off += size;
+    }
+    Ok(out)
+}
+
+/// Decodes one build-id record (header included). Without MISC_BUILD_ID_SIZE the id is 20 bytes
+/// zero-padded; trailing zeros are stripped as perf does (8-byte lld ids stay 8 bytes).
+pub fn build_id_entry(rec: Bytes<'_>, misc_bits: u16) -> BuildIdEntry {
+    let raw = rec.slice(12, 20).unwrap_or(&[]);
+    let build_id = if misc_bits & misc::BUILD_ID_SIZE != 0 {
+        let size = rec.slice(32, 1).map_or(20, |s| s[0] as usize).min(20);
+        raw[..size.min(raw.len())].to_vec()
+    } else {
+        let len = raw.iter().rposition(|&x| x != 0).map_or(0, |p| p + 1);
+        raw[..len].to_vec()
+    };
+    BuildIdEntry {
+        pid: rec.u32(8).unwrap_or(0) as i32,
+        cpumode: misc_bits & misc::CPUMODE_MASK,
+        build_id,
+        filename: rec.c_str(36).unwrap_or(&[]).to_vec(),
+    }
+}
+
+fn truncated(offset: u64, what: &'static str, needed: usize, available: usize) -> Error {
+    Error::at(
+        offset,
+        ErrorKind::Truncated {
+            what,
+            needed: needed as u64,
+            available: available as u64,
+        },
+    )
+}

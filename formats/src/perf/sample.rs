@@ -1,0 +1,337 @@
+//! SAMPLE records, decoded zero-copy in the exact field order of perf's
+//! `evsel__parse_sample` (which differs from the uapi comment: AUX comes last).
+
+use super::attr::{branch_sample, read_format as rf, sample_type as st, EventAttr};
+use crate::bytes::{Bytes, Cursor, Endian};
+
+/// What a SAMPLE of one event looks like, precomputed once per attr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleLayout {
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub branch_hw_index: bool,
+    /// Branch counters follow the entries (decided by the group leader; we use the event's own
+    /// flag, which is the same for the single-event groups perf record writes).
+    pub branch_counters: bool,
+    pub regs_user: u32,
+    pub regs_intr: u32,
+    /// Offset of the event id inside a SAMPLE body, if it can be told from the layout.
+    pub sample_id_offset: Option<usize>,
+    /// Offset of the event id from the END of a non-sample record, if `sample_id_all`.
+    pub trailer_id_from_end: Option<usize>,
+    /// Size of the `sample_id_all` trailer of non-sample records.
+    pub trailer_size: usize,
+    pub sample_id_all: bool,
+}
+
+impl SampleLayout {
+    pub fn new(attr: &EventAttr) -> SampleLayout {
+        let t = attr.sample_type;
+        let sample_id_offset = if t & st::IDENTIFIER != 0 {
+            Some(0)
+        } else if t & st::ID != 0 {
+            let before = [st::IP, st::TID, st::TIME, st::ADDR];
+            Some(8 * before.iter().filter(|&&b| t & b != 0).count())
+        } else {
+            None
+        };
+        let trailer_bits = [
+            st::TID,
+            st::TIME,
+            st::ID,
+            st::STREAM_ID,
+            st::CPU,
+            st::IDENTIFIER,
+        ];
+        let trailer_size = 8 * trailer_bits.iter().filter(|&&b| t & b != 0).count();
+        let trailer_id_from_end = if !attr.sample_id_all() {
+            None
+        } else if t & st::IDENTIFIER != 0 {
+            Some(8)
+        } else if t & st::ID != 0 {
+            let after = [st::STREAM_ID, st::CPU, st::IDENTIFIER];
+            Some(8 + 8 * after.iter().filter(|&&b| t & b != 0).count())
+        } else {
+            None
+        };
+        SampleLayout {
+            sample_type: t,
+            read_format: attr.read_format,
+            branch_hw_index: attr.branch_sample_type & branch_sample::HW_INDEX != 0,
+            branch_counters: attr.branch_sample_type & branch_sample::COUNTERS != 0,
+            regs_user: attr.sample_regs_user.count_ones(),
+            regs_intr: attr.sample_regs_intr.count_ones(),
+            sample_id_offset,
+            trailer_id_from_end,
+            trailer_size: if attr.sample_id_all() {
+                trailer_size
+            } else {
+                0
+            },
+            sample_id_all: attr.sample_id_all(),
+        }
+    }
+
+    #[inline(always)]
+    fn has(&self, bit: u64) -> bool {
+        self.sample_type & bit != 0
+    }
+
+    /// Decodes a SAMPLE body (the record without its 8-byte header).
+    #[inline]
+    pub fn parse<'a>(&self, body: Bytes<'a>) -> Result<Sample<'a>, &'static str> {
+        let mut s = Sample::default();
+        let mut c = Cursor::new(body);
+        if self.has(st::IDENTIFIER) {
+            s.id = Some(c.u64().ok_or("IDENTIFIER")?);
+        }
+        if self.has(st::IP) {
+            s.ip = c.u64().ok_or("IP")?;
+        }
+        if self.has(st::TID) {
+            s.pid = c.u32().ok_or("TID")?;
+            s.tid = c.u32().ok_or("TID")?;
+        }
+        if self.has(st::TIME) {
+            s.time = Some(c.u64().ok_or("TIME")?);
+        }
+        if self.has(st::ADDR) {
+            s.addr = c.u64().ok_or("ADDR")?;
+        }
+        if self.has(st::ID) {
+            s.id = Some(c.u64().ok_or("ID")?);
+        }
+        if self.has(st::STREAM_ID) {
+            s.stream_id = c.u64().ok_or("STREAM_ID")?;
+        }
+        if self.has(st::CPU) {
+            s.cpu = c.u32().ok_or("CPU")?;
+            c.u32().ok_or("CPU")?;
+        }
+        if self.has(st::PERIOD) {
+            s.period = c.u64().ok_or("PERIOD")?;
+        }
+        if self.has(st::READ) {
+            self.skip_read(&mut c).ok_or("READ")?;
+        }
+        if self.has(st::CALLCHAIN) {
+            let nr = c.u64().ok_or("CALLCHAIN")?;
+            s.callchain = Some(take_u64s(&mut c, nr).ok_or("CALLCHAIN")?);
+        }
+        if self.has(st::RAW) {
+            let size = c.u32().ok_or("RAW")?;
+            s.raw = Some(c.take(size as usize).ok_or("RAW")?);
+        }
+        if self.has(st::BRANCH_STACK) {
+            s.branch_stack = Some(self.branch_stack(&mut c).ok_or("BRANCH_STACK")?);
+        }
+        if self.has(st::REGS_USER) {
+            skip_regs(&mut c, self.regs_user).ok_or("REGS_USER")?;
+        }
+        if self.has(st::STACK_USER) {
+            let size = c.u64().ok_or("STACK_USER")?;
+            if size != 0 {
+                c.skip(usize::try_from(size).ok().ok_or("STACK_USER")?)
+                    .ok_or("STACK_USER")?;
+                c.u64().ok_or("STACK_USER")?;
+            }
+        }
+        if self.has(st::WEIGHT) || self.has(st::WEIGHT_STRUCT) {
+            s.weight = c.u64().ok_or("WEIGHT")?;
+        }
+        if self.has(st::DATA_SRC) {
+            s.data_src = c.u64().ok_or("DATA_SRC")?;
+        }
+        if self.has(st::TRANSACTION) {
+            c.u64().ok_or("TRANSACTION")?;
+        }
+        if self.has(st::REGS_INTR) {
+            skip_regs(&mut c, self.regs_intr).ok_or("REGS_INTR")?;
+        }
+        if self.has(st::PHYS_ADDR) {
+            s.phys_addr = c.u64().ok_or("PHYS_ADDR")?;
+        }
+        if self.has(st::CGROUP) {
+            s.cgroup = c.u64().ok_or("CGROUP")?;
+        }
+        if self.has(st::DATA_PAGE_SIZE) {
+            c.u64().ok_or("DATA_PAGE_SIZE")?;
+        }
+        if self.has(st::CODE_PAGE_SIZE) {
+            c.u64().ok_or("CODE_PAGE_SIZE")?;
+        }
+        if self.has(st::AUX) {
+            let size = c.u64().ok_or("AUX")?;
+            c.skip(usize::try_from(size).ok().ok_or("AUX")?)
+                .ok_or("AUX")?;
+        }
+        Ok(s)
+    }
+
+    fn skip_read(&self, c: &mut Cursor<'_>) -> Option<()> {
+        let f = self.read_format;
+        let times =
+            (f & rf::TOTAL_TIME_ENABLED != 0) as usize + (f & rf::TOTAL_TIME_RUNNING != 0) as usize;
+        let per_value = 1 + (f & rf::ID != 0) as usize + (f & rf::LOST != 0) as usize;
+        if f & rf::GROUP != 0 {
+            let nr = c.u64()?;
+            c.skip(8 * times)?;
+            let values = usize::try_from(nr).ok()?.checked_mul(8 * per_value)?;
+            c.skip(values)
+        } else {
+            c.skip(8 * (per_value + times))
+        }
+    }
+
+    fn branch_stack<'a>(&self, c: &mut Cursor<'a>) -> Option<BranchStack<'a>> {
+        let nr = usize::try_from(c.u64()?).ok()?;
+        let hw_index = if self.branch_hw_index {
+            Some(c.u64()?)
+        } else {
+            None
+        };
+        let entries = c.take(nr.checked_mul(BranchEntry::SIZE)?)?;
+        if self.branch_counters {
+            c.skip(nr * 8)?;
+        }
+        Some(BranchStack {
+            entries: Bytes::new(entries, c.bytes.endian),
+            hw_index,
+        })
+    }
+}
+
+fn take_u64s<'a>(c: &mut Cursor<'a>, nr: u64) -> Option<Bytes<'a>> {
+    let len = usize::try_from(nr).ok()?.checked_mul(8)?;
+    Some(Bytes::new(c.take(len)?, c.bytes.endian))
+}
+
+/// `u64 abi; u64 regs[popcount(mask)]` — no registers follow when `abi` is 0.
+fn skip_regs(c: &mut Cursor<'_>, count: u32) -> Option<()> {
+    let abi = c.u64()?;
+    if abi != 0 {
+        c.skip(8 * count as usize)?;
+    }
+    Some(())
+}
+
+/// One decoded SAMPLE. Absent scalar fields read as 0; absent variable-length fields as `None`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sample<'a> {
+    pub id: Option<u64>,
+    pub ip: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub time: Option<u64>,
+    pub addr: u64,
+    pub stream_id: u64,
+    pub cpu: u32,
+    pub period: u64,
+    pub callchain: Option<Bytes<'a>>,
+    pub raw: Option<&'a [u8]>,
+    pub branch_stack: Option<BranchStack<'a>>,
+    pub weight: u64,
+    pub data_src: u64,
+    pub phys_addr: u64,
+    pub cgroup: u64,
+}
+
+/// The LBR entries of a sample, newest first, still in their on-disk bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct BranchStack<'a> {
+    pub entries: Bytes<'a>,
+    pub hw_index: Option<u64>,
+}
+
+impl<'a> BranchStack<'a> {
+    pub fn len(&self) -> usize {
+        self.entries.len() / BranchEntry::SIZE
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entry `i` (0 = newest). Returns `None` past the end.
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> Option<BranchEntry> {
+        let off = i * BranchEntry::SIZE;
+        Some(BranchEntry {
+            from: self.entries.u64(off)?,
+            to: self.entries.u64(off + 8)?,
+            flags: BranchFlags::from_raw(self.entries.u64(off + 16)?, self.entries.endian),
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = BranchEntry> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+}
+
+/// `struct perf_branch_entry`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BranchEntry {
+    pub from: u64,
+    pub to: u64,
+    pub flags: BranchFlags,
+}
+
+impl BranchEntry {
+    pub const SIZE: usize = 24;
+}
+
+/// The flag word of a branch entry, normalised to little-endian bit positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct BranchFlags(pub u64);
+
+impl BranchFlags {
+    /// Big-endian writers lay the bitfield out mirrored: mispred at bit 63, predicted at 62, …
+    /// (perf's `evsel__bitfield_swap_branch_flags`).
+    #[inline(always)]
+    pub fn from_raw(raw: u64, endian: Endian) -> BranchFlags {
+        match endian {
+            Endian::Little => BranchFlags(raw),
+            Endian::Big => BranchFlags(mirror_branch_flags(raw)),
+        }
+    }
+    pub fn mispred(self) -> bool {
+        self.0 & 1 != 0
+    }
+    pub fn predicted(self) -> bool {
+        self.0 & 2 != 0
+    }
+    pub fn in_tx(self) -> bool {
+        self.0 & 4 != 0
+    }
+    pub fn abort(self) -> bool {
+        self.0 & 8 != 0
+    }
+    pub fn cycles(self) -> u16 {
+        (self.0 >> 4) as u16
+    }
+    pub fn branch_type(self) -> u8 {
+        ((self.0 >> 20) & 0xf) as u8
+    }
+    pub fn spec(self) -> u8 {
+        ((self.0 >> 24) & 0x3) as u8
+    }
+}
+
+fn mirror_branch_flags(v: u64) -> u64 {
+    // (little-endian position, width) of each field, and its big-endian position.
+    const FIELDS: [(u32, u32, u32); 9] = [
+        (0, 1, 63),
+        (1, 1, 62),
+        (2, 1, 61),
+        (3, 1, 60),
+        (4, 16, 44),
+        (20, 4, 40),
+        (24, 2, 38),
+        (26, 4, 34),
+        (30, 3, 31),
+    ];
+    FIELDS.iter().fold(0, |acc, &(le, width, be)| {
+        let mask = (1u64 << width) - 1;
+        acc | (((v >> be) & mask) << le)
+    })
+}
