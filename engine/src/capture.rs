@@ -21,6 +21,8 @@ use crate::error::{io_error, Error, Result};
 
 /// Shards are cut at the first record boundary past this many bytes.
 const SHARD_BYTES: usize = 8 << 20;
+/// The largest record (with hidden payload) a pipe may carry; larger sizes are corruption.
+const MAX_RECORD_BYTES: u64 = 1 << 32;
 /// Pipe-mode read size.
 const PIPE_BLOCK: usize = 8 << 20;
 
@@ -424,6 +426,16 @@ impl<'f, 'a> Walker<'f, 'a> {
                                 formats::perf::ErrorKind::PartialRecord { have, need },
                             )
                             .into());
+                        }
+                        if need > MAX_RECORD_BYTES {
+                            let kind = formats::perf::ErrorKind::Truncated {
+                                what: "record (implausible payload size)",
+                                needed: need,
+                                available: (block.len() - pos) as u64,
+                            };
+                            return Err(
+                                formats::perf::Error::at(block_base + pos as u64, kind).into()
+                            );
                         }
                         need_more = true;
                         // A record larger than a block (AUXTRACE payloads) needs a larger block.

@@ -48,7 +48,7 @@ pub fn next_record<'a>(buf: Bytes<'a>, pos: usize, base: u64) -> Result<Next<'a>
     let body = buf
         .sub(pos + HEADER_SIZE, size - HEADER_SIZE)
         .expect("checked length");
-    let total = size as u64 + hidden_payload(header, body);
+    let total = (size as u64).saturating_add(hidden_payload(header, body));
     if total > left as u64 {
         return Ok(Next::Incomplete { need: total });
     }

@@ -1,0 +1,139 @@
+//! Shared helpers for tests that run the real `profmill` binary against reference tools.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const PERF2BOLT_22: &str = "/usr/lib/llvm-22/bin/perf2bolt";
+pub const PERF2BOLT_19: &str = "/usr/lib/llvm-19/bin/perf2bolt";
+
+pub fn profmill() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_profmill"))
+}
+
+/// `../shared/corpus/perf/NAME`, relative to the repository root.
+pub fn shared_perf(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/corpus/perf")
+        .join(name)
+}
+
+/// Whether a reference tool is installed. A missing tool fails the test (CI installs them all)
+/// unless PROFMILL_SKIP_EXTERNAL=1 asks to skip such tests on a bare machine.
+pub fn have_tool(path: &str) -> bool {
+    let found = if path.contains('/') {
+        Path::new(path).exists()
+    } else {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {path}"))
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if found {
+        return true;
+    }
+    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
+        eprintln!("skipping: reference tool {path} is not installed (PROFMILL_SKIP_EXTERNAL=1)");
+        return false;
+    }
+    panic!("reference tool {path} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip");
+}
+
+/// Runs a command, panicking with its stderr if it fails.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn sorted_lines(bytes: &[u8]) -> Vec<String> {
+    let mut lines: Vec<String> = String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Asserts two line multisets are equal, showing the first differences.
+pub fn assert_same_lines(ours: &[String], theirs: &[String], what: &str) {
+    if ours == theirs {
+        return;
+    }
+    let only_ours: Vec<_> = ours
+        .iter()
+        .filter(|l| theirs.binary_search(l).is_err())
+        .take(5)
+        .collect();
+    let only_theirs: Vec<_> = theirs
+        .iter()
+        .filter(|l| ours.binary_search(l).is_err())
+        .take(5)
+        .collect();
+    panic!(
+        "{what}: {} lines vs {} reference lines\nonly ours: {only_ours:#?}\nonly reference: {only_theirs:#?}",
+        ours.len(),
+        theirs.len()
+    );
+}
+
+/// perf2bolt on a capture, and perf2bolt --pa on our pre-aggregated output of the same
+/// capture: the sorted fdata must be identical.
+pub fn assert_preagg_equivalent(
+    perf2bolt: &str,
+    binary: &Path,
+    capture: &Path,
+    extra: &[&str],
+    dir: &Path,
+) {
+    let reference = dir.join("reference.fdata");
+    let preagg = dir.join("ours.preagg");
+    let ours = dir.join("ours.fdata");
+    run_ok(
+        Command::new(perf2bolt)
+            .arg(binary)
+            .arg("-p")
+            .arg(capture)
+            .arg("-o")
+            .arg(&reference)
+            .args(extra),
+    );
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(capture)
+            .arg("--binary")
+            .arg(binary)
+            .arg("-o")
+            .arg(&preagg),
+    );
+    run_ok(
+        Command::new(perf2bolt)
+            .arg(binary)
+            .arg("-p")
+            .arg(&preagg)
+            .arg("--pa")
+            .arg("-o")
+            .arg(&ours)
+            .args(extra),
+    );
+    let reference = std::fs::read(&reference).unwrap();
+    assert!(
+        !reference.is_empty(),
+        "perf2bolt wrote an empty profile for {}",
+        capture.display()
+    );
+    assert_same_lines(
+        &sorted_lines(&std::fs::read(&ours).unwrap()),
+        &sorted_lines(&reference),
+        "fdata via --pa vs perf2bolt on the capture",
+    );
+}
