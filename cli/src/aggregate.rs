@@ -72,6 +72,24 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// `profmill aggregate CAPTURE -b BIN… -o OUTPUT` with default options.
+pub fn run_paths(
+    capture: &Path,
+    binaries: &[PathBuf],
+    output: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    run(Args {
+        capture: capture.to_path_buf(),
+        binaries: binaries.to_vec(),
+        output: output.to_path_buf(),
+        format: Format::Preagg,
+        basic: false,
+        pid: None,
+        ignore_build_id: false,
+        threads: None,
+    })
+}
+
 /// One binary: `-o` is the file. Several: `-o` is a directory holding `<binary name>.preagg`.
 fn output_paths(output: &Path, binaries: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     if binaries.len() == 1 {

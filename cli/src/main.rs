@@ -1,6 +1,7 @@
 //! The `profmill` command line: thin wrappers over `engine`.
 
 mod aggregate;
+mod demo;
 mod script;
 
 use std::process::ExitCode;
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Aggregate a perf.data capture into per-binary BOLT profiles.
     Aggregate(aggregate::Args),
+    /// Generate a synthetic capture of this executable and aggregate it (a quick tour).
+    Demo(demo::Args),
     /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
     Script(script::Args),
 }
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Aggregate(args) => aggregate::run(args),
         Command::Script(args) => script::run(args),
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
