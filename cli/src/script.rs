@@ -49,7 +49,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (side, sinks) = read_capture(
         &input,
         options,
-        || Lines {
+        |_| Lines {
             out: Vec::new(),
             fields,
         },

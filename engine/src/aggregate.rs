@@ -1,5 +1,7 @@
 //! perf.data → per-binary branch traces and IP sample counts.
 
+use std::sync::Arc;
+
 use hashbrown::HashMap;
 
 use formats::bolt::preagg::BR_ONLY;
@@ -8,8 +10,8 @@ use formats::perf::Sample;
 use crate::binary::BinaryInfo;
 use crate::capture::{self, Input, SideBand, Sink};
 use crate::error::{Error, Result};
-use crate::mapping::{binary_maps, BinaryMaps, Rules};
-use crate::table::{merge_into, Counts, IpKey, TraceKey};
+use crate::mapping::{binary_maps, BinaryMaps, ProcessMap, Rules};
+use crate::table::{merge_into, Counts, IpKey, Trace, TraceKey, TraceTable, BATCH};
 
 /// perf2bolt's `--ignore-interrupt-lbr` (on by default): entries touching the kernel are dropped
 /// before traces are chained, so their neighbours become adjacent.
@@ -32,11 +34,59 @@ impl SampleStats {
     }
 }
 
-/// One thread's tables.
+/// One binary's table, keyed by locations in the binary's own addresses.
+#[derive(Default)]
+pub struct BinaryTable {
+    pub traces: TraceTable,
+    pub ips: HashMap<u64, u64>,
+    pub events: std::collections::BTreeSet<u32>,
+    pub samples: u64,
+    pub pids: hashbrown::HashSet<u32>,
+    last_pid: Option<u32>,
+}
+
+impl BinaryTable {
+    fn merge(&mut self, other: BinaryTable) {
+        self.traces.merge(other.traces);
+        merge_into(&mut self.ips, other.ips, |a, b| *a += b);
+        self.events.extend(other.events);
+        self.samples += other.samples;
+        self.pids.extend(other.pids);
+    }
+}
+
+/// Every binary's mapping in every process, known before decoding starts (file-mode captures).
+pub struct Resolver {
+    binaries: Vec<BinaryInfo>,
+    maps: Vec<BinaryMaps>,
+    /// pid → (binary index, mapping) for every binary the process maps.
+    by_pid: HashMap<u32, Vec<(usize, ProcessMap)>>,
+}
+
+impl Resolver {
+    fn new(binaries: &[BinaryInfo], maps: Vec<BinaryMaps>) -> Resolver {
+        let mut by_pid: HashMap<u32, Vec<(usize, ProcessMap)>> = HashMap::new();
+        for (i, m) in maps.iter().enumerate() {
+            for (&pid, &pm) in &m.by_pid {
+                by_pid.entry(pid).or_default().push((i, pm));
+            }
+        }
+        Resolver {
+            binaries: binaries.to_vec(),
+            maps,
+            by_pid,
+        }
+    }
+}
+
+/// One thread's tables: pid-keyed raw tables while streaming, per-binary tables once the
+/// mappings are known.
 #[derive(Default)]
 pub struct Tables {
     pub traces: HashMap<TraceKey, Counts>,
     pub ips: HashMap<IpKey, u64>,
+    pub resolver: Option<Arc<Resolver>>,
+    pub per_binary: Vec<BinaryTable>,
     pub stats: SampleStats,
     pub basic: bool,
 }
@@ -45,6 +95,9 @@ impl Sink for Tables {
     #[inline]
     fn sample(&mut self, event: usize, s: &Sample<'_>) {
         self.stats.samples += 1;
+        if let Some(resolver) = self.resolver.clone() {
+            return self.resolved_sample(&resolver, event, s);
+        }
         if self.basic {
             *self
                 .ips
@@ -56,15 +109,12 @@ impl Sink for Tables {
                 .or_insert(0) += 1;
             return;
         }
-        let Some(stack) = s.branch_stack.filter(|b| !b.is_empty()) else {
+        let Some(stack) = self.count_stack(s) else {
             return;
         };
-        self.stats.samples_with_branches += 1;
-        self.stats.branch_entries += stack.len() as u64;
         let mut next_source = BR_ONLY;
         for e in stack.iter() {
             if e.from >= KERNEL_BASE || e.to >= KERNEL_BASE {
-                self.stats.kernel_entries += 1;
                 continue;
             }
             let key = TraceKey {
@@ -82,13 +132,90 @@ impl Sink for Tables {
 }
 
 impl Tables {
+    /// Counts a sample's branch stack in the statistics; `None` if it has none.
+    #[inline]
+    fn count_stack<'a>(&mut self, s: &Sample<'a>) -> Option<formats::perf::BranchStack<'a>> {
+        let stack = s.branch_stack.filter(|b| !b.is_empty())?;
+        self.stats.samples_with_branches += 1;
+        self.stats.branch_entries += stack.len() as u64;
+        self.stats.kernel_entries += stack
+            .iter()
+            .filter(|e| e.from >= KERNEL_BASE || e.to >= KERNEL_BASE)
+            .count() as u64;
+        Some(stack)
+    }
+
+    /// Places a sample in every binary its process maps, at perf2bolt's addresses.
+    #[inline]
+    fn resolved_sample(&mut self, r: &Resolver, event: usize, s: &Sample<'_>) {
+        let Some(mapped) = r.by_pid.get(&s.pid) else {
+            let _ = self.count_stack(s);
+            return;
+        };
+        if self.basic {
+            for &(b, map) in mapped {
+                let table = &mut self.per_binary[b];
+                table.pids.insert(s.pid);
+                table.events.insert(event as u32);
+                table.samples += 1;
+                let a = location(&r.binaries[b], &r.maps[b], &map, s.ip).0;
+                if a != 0 && a != BR_ONLY {
+                    *table.ips.entry(a).or_insert(0) += 1;
+                }
+            }
+            return;
+        }
+        let Some(stack) = self.count_stack(s) else {
+            return;
+        };
+        let mut batch: [(Trace, bool); BATCH] = [([0; 3], false); BATCH];
+        for &(b, map) in mapped {
+            let (binary, maps) = (&r.binaries[b], &r.maps[b]);
+            let table = &mut self.per_binary[b];
+            if table.last_pid != Some(s.pid) {
+                table.pids.insert(s.pid);
+                table.last_pid = Some(s.pid);
+            }
+            let mut n = 0;
+            let mut next_source = BR_ONLY;
+            for e in stack.iter() {
+                if e.from >= KERNEL_BASE || e.to >= KERNEL_BASE {
+                    continue;
+                }
+                let (branch, in0) = location(binary, maps, &map, e.from);
+                let (from, in1) = location(binary, maps, &map, e.to);
+                let (to, in2) = location(binary, maps, &map, next_source);
+                next_source = e.from;
+                if !(in0 || in1 || in2) {
+                    continue; // wholly outside the binary: perf2bolt drops it too
+                }
+                batch[n] = ([branch, from, to], e.flags.mispred());
+                n += 1;
+                if n == BATCH {
+                    table.traces.add_batch(&batch);
+                    n = 0;
+                }
+            }
+            table.traces.add_batch(&batch[..n]);
+        }
+    }
+
     fn merge(mut all: Vec<Tables>) -> Tables {
-        all.sort_by_key(|t| std::cmp::Reverse(t.traces.len() + t.ips.len()));
+        all.sort_by_key(|t| {
+            std::cmp::Reverse(
+                t.traces.len()
+                    + t.ips.len()
+                    + t.per_binary.iter().map(|b| b.traces.len()).sum::<usize>(),
+            )
+        });
         let mut iter = all.into_iter();
         let mut total = iter.next().unwrap_or_default();
         for t in iter {
             merge_into(&mut total.traces, t.traces, |a, b| a.add(b));
             merge_into(&mut total.ips, t.ips, |a, b| *a += b);
+            for (into, from) in total.per_binary.iter_mut().zip(t.per_binary) {
+                into.merge(from);
+            }
             total.stats.add(t.stats);
         }
         total
@@ -133,35 +260,45 @@ pub fn aggregate(
     req: &Request,
     progress: &indicatif::ProgressBar,
 ) -> Result<Aggregation> {
-    let basic_flag = req.basic;
-    let (side, tables) = capture::read_capture(
-        input,
-        capture::ReadOptions {
-            threads: req.threads,
-            ..Default::default()
-        },
-        || Tables {
-            basic: basic_flag,
-            ..Default::default()
-        },
-        progress,
-    )?;
-    let has_branch_stacks = side
-        .events
-        .layouts
-        .iter()
-        .any(|l| l.sample_type & formats::perf::attr::sample_type::BRANCH_STACK != 0);
-    let mut tables = Tables::merge(tables);
-    let basic = req.basic || !has_branch_stacks;
-    if basic && !req.basic {
-        // The capture has no branch stacks: re-read counting IPs (cheap next to the LBR case).
-        let (_, t) = capture::read_capture(
-            input,
-            capture::ReadOptions {
-                threads: req.threads,
+    let options = capture::ReadOptions {
+        threads: req.threads,
+        ..Default::default()
+    };
+    let resolver = std::sync::OnceLock::new();
+    let make_sink = |side: Option<&SideBand>| {
+        let Some(side) = side else {
+            return Tables {
+                basic: req.basic,
+                ..Default::default()
+            };
+        };
+        let basic = req.basic || !has_branch_stacks(side);
+        match resolver.get_or_init(|| build_resolver(req, side).ok().map(Arc::new)) {
+            Some(r) => Tables {
+                basic,
+                resolver: Some(r.clone()),
+                per_binary: req
+                    .binaries
+                    .iter()
+                    .map(|_| BinaryTable::default())
+                    .collect(),
                 ..Default::default()
             },
-            || Tables {
+            None => Tables {
+                basic,
+                ..Default::default()
+            },
+        }
+    };
+    let (side, tables) = capture::read_capture(input, options, make_sink, progress)?;
+    let mut tables = Tables::merge(tables);
+    let basic = req.basic || !has_branch_stacks(&side);
+    if basic && !tables.basic {
+        // A stream without branch stacks: read it again counting IPs.
+        let (_, t) = capture::read_capture(
+            input,
+            options,
+            |_| Tables {
                 basic: true,
                 ..Default::default()
             },
@@ -169,28 +306,25 @@ pub fn aggregate(
         )?;
         tables = Tables::merge(t);
     }
+    let all_maps = match tables.resolver.take() {
+        Some(r) => Arc::try_unwrap(r)
+            .map(|r| r.maps)
+            .unwrap_or_else(|r| r.maps.clone()),
+        None => req
+            .binaries
+            .iter()
+            .map(|b| maps_for(req, &side, b))
+            .collect::<Result<Vec<_>>>()?,
+    };
     let mut profiles = Vec::new();
-    for binary in &req.binaries {
-        let name = match_name(binary, &side, req.ignore_build_id)?;
-        let mut maps = binary_maps(binary, &side, &name, req.rules);
-        if let Some(pid) = req.pid {
-            maps.by_pid.retain(|&p, _| p == pid);
-        }
-        if maps.by_pid.is_empty() {
-            return Err(Error::Mismatch(format!(
-                "{}: no process in the capture maps a file named {:?}{}",
-                binary.path.display(),
-                String::from_utf8_lossy(&name),
-                req.pid
-                    .map(|p| format!(" (with pid {p})"))
-                    .unwrap_or_default()
-            )));
-        }
-        profiles.push(if basic {
-            ip_profile(&tables, &side, binary, &maps)
-        } else {
-            trace_profile(&tables, binary, &maps)
-        });
+    for (i, (binary, maps)) in req.binaries.iter().zip(&all_maps).enumerate() {
+        check_mapped(binary, maps, req)?;
+        let profile = match tables.per_binary.get_mut(i) {
+            Some(table) => finish(std::mem::take(table), &side, basic),
+            None if basic => ip_profile(&tables, &side, binary, maps),
+            None => trace_profile(&tables, binary, maps),
+        };
+        profiles.push(profile);
     }
     Ok(Aggregation {
         side,
@@ -198,6 +332,77 @@ pub fn aggregate(
         basic,
         profiles,
     })
+}
+
+fn has_branch_stacks(side: &SideBand) -> bool {
+    side.events
+        .layouts
+        .iter()
+        .any(|l| l.sample_type & formats::perf::attr::sample_type::BRANCH_STACK != 0)
+}
+
+fn maps_for(req: &Request, side: &SideBand, binary: &BinaryInfo) -> Result<BinaryMaps> {
+    let name = match_name(binary, side, req.ignore_build_id)?;
+    let mut maps = binary_maps(binary, side, &name, req.rules);
+    if let Some(pid) = req.pid {
+        maps.by_pid.retain(|&p, _| p == pid);
+    }
+    Ok(maps)
+}
+
+fn build_resolver(req: &Request, side: &SideBand) -> Result<Resolver> {
+    let maps = req
+        .binaries
+        .iter()
+        .map(|b| maps_for(req, side, b))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Resolver::new(&req.binaries, maps))
+}
+
+fn check_mapped(binary: &BinaryInfo, maps: &BinaryMaps, req: &Request) -> Result<()> {
+    if !maps.by_pid.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Mismatch(format!(
+        "{}: no process in the capture maps a file named {:?}{}",
+        binary.path.display(),
+        String::from_utf8_lossy(&binary.file_name),
+        req.pid
+            .map(|p| format!(" (with pid {p})"))
+            .unwrap_or_default()
+    )))
+}
+
+/// Sorts a resolved table into a profile.
+fn finish(table: BinaryTable, side: &SideBand, basic: bool) -> BinaryProfile {
+    let pids = table.pids.len();
+    if basic {
+        let mut ips: Vec<_> = table.ips.into_iter().collect();
+        ips.sort_unstable();
+        let events = table
+            .events
+            .iter()
+            .map(|&e| format!("{}:", event_name(side, e as usize)))
+            .collect();
+        return BinaryProfile {
+            ips,
+            events,
+            samples: table.samples,
+            pids,
+            ..Default::default()
+        };
+    }
+    let mut traces: Vec<_> = table
+        .traces
+        .iter()
+        .map(|(k, c)| ((k[0], k[1], k[2]), c))
+        .collect();
+    traces.sort_unstable_by_key(|(k, _)| *k);
+    BinaryProfile {
+        traces,
+        pids,
+        ..Default::default()
+    }
 }
 
 /// Checks the binary's build-id against the capture's and returns the file name to match mmaps
@@ -232,23 +437,21 @@ fn match_name(binary: &BinaryInfo, side: &SideBand, ignore: bool) -> Result<Vec<
     )))
 }
 
-/// A runtime address as a location in the pre-aggregated profile: perf2bolt's adjusted address
-/// when it can lie in the binary (or is the all-ones marker), 0 ("external") otherwise.
-#[inline]
-fn location(
-    binary: &BinaryInfo,
-    maps: &BinaryMaps,
-    map: &crate::mapping::ProcessMap,
-    addr: u64,
-) -> u64 {
+/// A runtime address as a location in the pre-aggregated profile, and whether it lies in the
+/// binary: perf2bolt's adjusted address when it can lie in the binary (or is the all-ones
+/// marker), 0 ("external") otherwise.
+#[inline(always)]
+fn location(binary: &BinaryInfo, maps: &BinaryMaps, map: &ProcessMap, addr: u64) -> (u64, bool) {
     if addr == BR_ONLY {
-        return BR_ONLY;
+        return (BR_ONLY, false);
     }
     let a = map.adjust(addr, maps.fixed_load_address);
-    if a == BR_ONLY || binary.contains(a) {
-        a
+    if binary.contains(a) {
+        (a, true)
+    } else if a == BR_ONLY {
+        (a, false)
     } else {
-        0
+        (0, false)
     }
 }
 
@@ -261,9 +464,9 @@ fn trace_profile(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> Bin
         };
         samples_pids.insert(k.pid);
         let key = (
-            location(binary, maps, map, k.branch),
-            location(binary, maps, map, k.from),
-            location(binary, maps, map, k.to),
+            location(binary, maps, map, k.branch).0,
+            location(binary, maps, map, k.from).0,
+            location(binary, maps, map, k.to).0,
         );
         out.entry(key).or_default().add(*c);
     }
@@ -290,7 +493,7 @@ fn ip_profile(
         let Some(map) = maps.by_pid.get(&k.pid) else {
             continue;
         };
-        let a = location(binary, maps, map, k.ip);
+        let a = location(binary, maps, map, k.ip).0;
         pids.insert(k.pid);
         events.insert(k.event);
         samples += n;

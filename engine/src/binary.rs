@@ -25,6 +25,8 @@ pub struct BinaryInfo {
     /// `ET_EXEC`: addresses in samples are already the binary's addresses.
     pub fixed_load_address: bool,
     pub segments: Vec<Segment>,
+    /// `[lowest segment start, highest segment end)`: a quick rejection test for `contains`.
+    span: (u64, u64),
 }
 
 impl BinaryInfo {
@@ -49,6 +51,14 @@ impl BinaryInfo {
         let segments =
             elf_load_segments(data).ok_or_else(|| bad("malformed program headers".into()))?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let span = (
+            segments.iter().map(|s| s.address).min().unwrap_or(0),
+            segments
+                .iter()
+                .map(|s| s.address.saturating_add(s.size))
+                .max()
+                .unwrap_or(0),
+        );
         Ok(BinaryInfo {
             path: path.to_path_buf(),
             file_name: path
@@ -58,6 +68,7 @@ impl BinaryInfo {
             build_id,
             fixed_load_address: file.kind() == object::ObjectKind::Executable,
             segments,
+            span,
         })
     }
 
@@ -80,7 +91,11 @@ impl BinaryInfo {
     }
 
     /// True if `addr` (a link-time address) lies in one of the loaded segments.
+    #[inline]
     pub fn contains(&self, addr: u64) -> bool {
+        if addr < self.span.0 || addr >= self.span.1 {
+            return false;
+        }
         self.segments
             .iter()
             .any(|s| addr >= s.address && addr - s.address < s.size)

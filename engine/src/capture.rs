@@ -104,10 +104,67 @@ struct Work<'a> {
     shard: Shard<'a>,
     events: Arc<EventSet>,
     endian: Endian,
+    /// The mapping a `Mapped` shard lies in, to drop its pages once decoded.
+    map: Option<&'a memmap2::Mmap>,
+}
+
+impl Work<'_> {
+    /// Unmaps a decoded shard's pages so resident memory stays flat however large the capture.
+    fn release(&self) {
+        if let (Some(map), Shard::Mapped { data, base }) = (self.map, &self.shard) {
+            release_pages(map, *base as usize, data.len());
+        }
+    }
+}
+
+/// Drops the pages of `map[offset..offset + len]` from this process (the page cache keeps them).
+fn release_pages(map: &memmap2::Mmap, offset: usize, len: usize) {
+    // SAFETY: the mapping is a read-only, never-written file mapping: dropping its pages only
+    // makes a later access fault them in again from the file, it cannot change what is read.
+    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
+}
+
+/// The result of the index pass over an uncompressed file-mode capture.
+struct Indexed<'a> {
+    side: SideBand,
+    shards: Vec<Shard<'a>>,
+    events: Arc<EventSet>,
+    endian: Endian,
+}
+
+/// The sequential first phase: side-band and shard boundaries, or `None` if the capture holds
+/// COMPRESSED records (which can only be read as a stream).
+fn index_file<'a>(
+    map: &'a memmap2::Mmap,
+    options: ReadOptions,
+    progress: &indicatif::ProgressBar,
+) -> std::result::Result<Option<Indexed<'a>>, PipeError> {
+    let (tx, _rx) = crossbeam_channel::bounded(1);
+    let failed = AtomicBool::new(false);
+    let mut walker = Walker::new(tx, &failed, options);
+    walker.collect = Some(Vec::new());
+    walker.release = Some(map);
+    progress.set_message("indexing");
+    match walker.file(map, progress) {
+        Ok(()) => Ok(Some(Indexed {
+            shards: walker.collect.take().unwrap_or_default(),
+            side: walker.side,
+            events: walker.events,
+            endian: walker.endian,
+        })),
+        Err(PipeError::NeedsStreaming) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Decodes the whole capture, feeding samples to `threads` sinks made by `make_sink`.
-pub fn read_capture<S: Sink, F: Fn() -> S + Sync>(
+///
+/// Uncompressed file-mode captures are read in two phases: a sequential pass over the record
+/// headers collects the side-band and the shard boundaries, then the shards are decoded in
+/// parallel by sinks made with the complete side-band (`make_sink(Some(side))`), so they can
+/// place samples in binaries as they go. Streams (pipes, zstd) are decoded while they are read,
+/// by sinks made with `make_sink(None)`.
+pub fn read_capture<S: Sink, F: Fn(Option<&SideBand>) -> S + Sync>(
     input: &Input,
     options: ReadOptions,
     make_sink: F,
@@ -128,10 +185,19 @@ pub fn read_capture<S: Sink, F: Fn() -> S + Sync>(
             let _ = map.advise(memmap2::Advice::Sequential);
             let (_, mode) = header::detect(&map).map_err(fmt_err)?;
             match mode {
-                header::Mode::File => {
-                    run(options, &make_sink, |walker| walker.file(&map, progress))
-                }
-                header::Mode::Pipe => run(options, &make_sink, |walker| {
+                header::Mode::File => match index_file(&map, options, progress) {
+                    Ok(Some(indexed)) => {
+                        let side = indexed.side.clone();
+                        run(options, Some(&side), &make_sink, |walker| {
+                            walker.dispatch(indexed, &map, progress)
+                        })
+                    }
+                    Ok(None) => run(options, None, &make_sink, |walker| {
+                        walker.file(&map, progress)
+                    }),
+                    Err(e) => Err(e),
+                },
+                header::Mode::Pipe => run(options, None, &make_sink, |walker| {
                     walker.pipe(&mut &map[..], progress)
                 }),
             }
@@ -139,7 +205,7 @@ pub fn read_capture<S: Sink, F: Fn() -> S + Sync>(
         }
         Input::Stdin => {
             let mut stdin = std::io::stdin().lock();
-            run(options, &make_sink, |walker| {
+            run(options, None, &make_sink, |walker| {
                 walker.pipe(&mut stdin, progress)
             })
             .map_err(|e| e.into_engine(&path))
@@ -151,6 +217,8 @@ pub fn read_capture<S: Sink, F: Fn() -> S + Sync>(
 enum PipeError {
     Format(formats::perf::Error),
     Io(std::io::Error),
+    /// The index pass met a COMPRESSED record: the capture must be read as a stream.
+    NeedsStreaming,
 }
 
 impl PipeError {
@@ -164,6 +232,7 @@ impl PipeError {
                 path: path.to_path_buf(),
                 source,
             },
+            PipeError::NeedsStreaming => unreachable!("handled by read_capture"),
         }
     }
 }
@@ -174,8 +243,9 @@ impl From<formats::perf::Error> for PipeError {
     }
 }
 
-fn run<'a, S: Sink, F: Fn() -> S + Sync>(
+fn run<'a, S: Sink, F: Fn(Option<&SideBand>) -> S + Sync>(
     options: ReadOptions,
+    sink_side: Option<&SideBand>,
     make_sink: &F,
     produce: impl FnOnce(&mut Walker<'_, 'a>) -> std::result::Result<(), PipeError>,
 ) -> std::result::Result<(SideBand, Vec<S>), PipeError> {
@@ -189,7 +259,7 @@ fn run<'a, S: Sink, F: Fn() -> S + Sync>(
                 let rx = rx.clone();
                 let (failed, first_error) = (&failed, &first_error);
                 scope.spawn(move || {
-                    let mut sink = make_sink();
+                    let mut sink = make_sink(sink_side);
                     for work in rx.iter() {
                         if failed.load(Ordering::Relaxed) {
                             continue;
@@ -198,20 +268,14 @@ fn run<'a, S: Sink, F: Fn() -> S + Sync>(
                             failed.store(true, Ordering::Relaxed);
                             first_error.lock().unwrap().get_or_insert(e);
                         }
+                        work.release();
                     }
                     sink
                 })
             })
             .collect();
         drop(rx);
-        let mut walker = Walker {
-            side: SideBand::default(),
-            tx,
-            failed: &failed,
-            endian: Endian::Little,
-            events: Arc::default(),
-            render_mmaps: options.render_mmap_events,
-        };
+        let mut walker = Walker::new(tx, &failed, options);
         let produced = produce(&mut walker);
         let Walker { side, tx, .. } = walker;
         drop(tx);
@@ -276,6 +340,12 @@ struct Walker<'f, 'a> {
     endian: Endian,
     events: Arc<EventSet>,
     render_mmaps: bool,
+    /// Index pass: shards are kept here instead of being sent.
+    collect: Option<Vec<Shard<'a>>>,
+    /// Index pass: the mapping whose pages are dropped behind the walk.
+    release: Option<&'a memmap2::Mmap>,
+    /// Shards sent for decoding carry the mapping so workers can drop their pages.
+    dispatch_map: Option<&'a memmap2::Mmap>,
 }
 
 /// The decompressed side of a zstd stream: bytes not yet handed out, and how far they were walked.
@@ -289,11 +359,63 @@ struct Inflated {
 }
 
 impl<'f, 'a> Walker<'f, 'a> {
-    fn send(&self, shard: Shard<'a>) {
+    fn new(
+        tx: crossbeam_channel::Sender<Work<'a>>,
+        failed: &'f AtomicBool,
+        options: ReadOptions,
+    ) -> Self {
+        Walker {
+            side: SideBand::default(),
+            tx,
+            failed,
+            endian: Endian::Little,
+            events: Arc::default(),
+            render_mmaps: options.render_mmap_events,
+            collect: None,
+            release: None,
+            dispatch_map: None,
+        }
+    }
+
+    /// Second phase of an indexed capture: hand the shards found by the index pass out.
+    fn dispatch(
+        &mut self,
+        indexed: Indexed<'a>,
+        map: &'a memmap2::Mmap,
+        progress: &indicatif::ProgressBar,
+    ) -> std::result::Result<(), PipeError> {
+        self.side = indexed.side;
+        self.events = indexed.events;
+        self.endian = indexed.endian;
+        self.dispatch_map = Some(map);
+        progress.set_message("decoding");
+        progress.set_position(0);
+        for shard in indexed.shards {
+            if self.stop_requested() {
+                break;
+            }
+            if let Shard::Mapped { data, .. } = &shard {
+                progress.inc(data.len() as u64);
+            }
+            self.send(shard);
+        }
+        progress.finish_and_clear();
+        Ok(())
+    }
+
+    fn send(&mut self, shard: Shard<'a>) {
+        if let Some(collected) = &mut self.collect {
+            if let (Some(map), Shard::Mapped { data, base }) = (self.release, &shard) {
+                release_pages(map, *base as usize, data.len());
+            }
+            collected.push(shard);
+            return;
+        }
         let work = Work {
             shard,
             events: self.events.clone(),
             endian: self.endian,
+            map: self.dispatch_map,
         };
         // A send only fails once every worker is gone, which happens only after an error.
         let _ = self.tx.send(work);
@@ -357,7 +479,7 @@ impl<'f, 'a> Walker<'f, 'a> {
         Ok(())
     }
 
-    fn flush_mapped(&self, data: &'a [u8], from: usize, to: usize, base: usize) {
+    fn flush_mapped(&mut self, data: &'a [u8], from: usize, to: usize, base: usize) {
         if to > from {
             self.send(Shard::Mapped {
                 data: &data[from..to],
@@ -494,6 +616,9 @@ impl<'f, 'a> Walker<'f, 'a> {
         r: &RecordRef<'_>,
         state: &mut Option<Inflated>,
     ) -> std::result::Result<(), PipeError> {
+        if self.collect.is_some() {
+            return Err(PipeError::NeedsStreaming);
+        }
         if state.is_none() {
             *state = Some(Inflated {
                 stream: ZstdStream::new()?,
@@ -512,15 +637,12 @@ impl<'f, 'a> Walker<'f, 'a> {
             base: st.base,
         };
         let buf = Bytes::new(&st.buf, self.endian);
-        loop {
-            match next_record(buf, st.walked, 0).map_err(|e| relocate(e, Some(origin)))? {
-                Next::Record(inner, next) => {
-                    self.side_band(&inner)
-                        .map_err(|e| relocate(e, Some(origin)))?;
-                    st.walked = next;
-                }
-                Next::Incomplete { .. } | Next::End => break,
-            }
+        while let Next::Record(inner, next) =
+            next_record(buf, st.walked, 0).map_err(|e| relocate(e, Some(origin)))?
+        {
+            self.side_band(&inner)
+                .map_err(|e| relocate(e, Some(origin)))?;
+            st.walked = next;
         }
         if st.walked >= SHARD_BYTES {
             self.hand_out(st);
@@ -528,7 +650,7 @@ impl<'f, 'a> Walker<'f, 'a> {
         Ok(())
     }
 
-    fn hand_out(&self, st: &mut Inflated) {
+    fn hand_out(&mut self, st: &mut Inflated) {
         let rest = st.buf.split_off(st.walked);
         let data = std::mem::replace(&mut st.buf, rest);
         let origin = Origin::Decompressed {

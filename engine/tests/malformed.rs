@@ -21,7 +21,7 @@ fn read(path: &Path) -> Result<u64, String> {
     read_capture(
         &Input::File(path.to_path_buf()),
         options,
-        Tables::default,
+        |_| Tables::default(),
         &bar,
     )
     .map(|(side, _)| side.records)

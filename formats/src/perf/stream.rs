@@ -161,10 +161,11 @@ impl ZstdStream {
             }
             let spare_end = out.capacity();
             // zstd writes straight into the Vec's spare capacity and updates its length.
-            let mut output = OutBuffer::around_pos(out, out.len());
-            let result = self.decoder.run(&mut input, &mut output);
-            let written = output.pos();
-            drop(output);
+            let (result, written) = {
+                let mut output = OutBuffer::around_pos(out, out.len());
+                let result = self.decoder.run(&mut input, &mut output);
+                (result, output.pos())
+            };
             result.map_err(|e| Error {
                 offset: Offset::Compressed {
                     record,
