@@ -1,1 +1,95 @@
-fn main() {}
+//! Criterion benchmarks of the aggregation hot loop: decoding LBR samples into trace tables.
+//! The input is a synthetic capture of this benchmark executable's own code (real control
+//! flow), generated once per run.
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use engine::aggregate::{aggregate, Request};
+use engine::binary::BinaryInfo;
+use engine::capture::Input;
+use engine::mapping::Rules;
+use engine::table::{Counts, Trace, TraceTable};
+
+fn capture(dir: &Path, mib: u64) -> (std::path::PathBuf, std::path::PathBuf) {
+    let binary = dir.join("bench-binary");
+    std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
+    let spec = corpus::LbrCaptureSpec {
+        binaries: vec![corpus::LbrBinary { path: binary.clone(), load_base: None }],
+        processes: 2,
+        target_bytes: mib << 20,
+        lbr_depth: 32,
+        distinct_stacks: 20_000,
+        kernel_fraction_percent: 5,
+        compress: false,
+        seed: 3,
+    };
+    let path = dir.join("bench.perf.data");
+    corpus::write_lbr_capture(&spec, &mut std::fs::File::create(&path).unwrap()).unwrap();
+    (path, binary)
+}
+
+fn aggregate_capture(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, binary) = capture(dir.path(), 64);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let mut group = c.benchmark_group("aggregate");
+    group.throughput(Throughput::Bytes(size));
+    group.sample_size(10);
+    for threads in [1, 2] {
+        let request = Request {
+            binaries: vec![BinaryInfo::load(&binary).unwrap()],
+            basic: false,
+            pid: None,
+            ignore_build_id: false,
+            rules: Rules::Current,
+            threads,
+        };
+        let input = Input::File(path.clone());
+        group.bench_with_input(BenchmarkId::new("lbr32_threads", threads), &request, |b, req| {
+            b.iter(|| aggregate(&input, req, &indicatif::ProgressBar::hidden()).unwrap().profiles.len())
+        });
+    }
+    group.finish();
+}
+
+/// The prefetching trace table against a plain hashbrown map on the same key stream.
+fn trace_tables(c: &mut Criterion) {
+    let mut state = 1u64;
+    let mut next = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let keys: Vec<(Trace, bool)> = (0..1 << 20)
+        .map(|_| {
+            let k = next() % 400_000;
+            ([0x1000 + k * 16, 0x2000 + k * 8, 0x3000 + k], k % 11 == 0)
+        })
+        .collect();
+    let mut group = c.benchmark_group("trace_table");
+    group.throughput(Throughput::Elements(keys.len() as u64));
+    group.bench_function("prefetching_batches_of_32", |b| {
+        b.iter(|| {
+            let mut t = TraceTable::default();
+            for chunk in keys.chunks(32) {
+                t.add_batch(chunk);
+            }
+            t.len()
+        })
+    });
+    group.bench_function("hashbrown", |b| {
+        b.iter(|| {
+            let mut t: hashbrown::HashMap<Trace, Counts> = hashbrown::HashMap::new();
+            for &(k, m) in &keys {
+                let c = t.entry(k).or_default();
+                c.taken += 1;
+                c.mispred += m as u64;
+            }
+            t.len()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, aggregate_capture, trace_tables);
+criterion_main!(benches);
