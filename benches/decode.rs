@@ -15,7 +15,10 @@ fn capture(dir: &Path, mib: u64) -> (std::path::PathBuf, std::path::PathBuf) {
     let binary = dir.join("bench-binary");
     std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
     let spec = corpus::LbrCaptureSpec {
-        binaries: vec![corpus::LbrBinary { path: binary.clone(), load_base: None }],
+        binaries: vec![corpus::LbrBinary {
+            path: binary.clone(),
+            load_base: None,
+        }],
         processes: 2,
         target_bytes: mib << 20,
         lbr_depth: 32,
@@ -46,9 +49,18 @@ fn aggregate_capture(c: &mut Criterion) {
             threads,
         };
         let input = Input::File(path.clone());
-        group.bench_with_input(BenchmarkId::new("lbr32_threads", threads), &request, |b, req| {
-            b.iter(|| aggregate(&input, req, &indicatif::ProgressBar::hidden()).unwrap().profiles.len())
-        });
+        group.bench_with_input(
+            BenchmarkId::new("lbr32_threads", threads),
+            &request,
+            |b, req| {
+                b.iter(|| {
+                    aggregate(&input, req, &indicatif::ProgressBar::hidden())
+                        .unwrap()
+                        .profiles
+                        .len()
+                })
+            },
+        );
     }
     group.finish();
 }
@@ -57,7 +69,9 @@ fn aggregate_capture(c: &mut Criterion) {
 fn trace_tables(c: &mut Criterion) {
     let mut state = 1u64;
     let mut next = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         state >> 33
     };
     let keys: Vec<(Trace, bool)> = (0..1 << 20)

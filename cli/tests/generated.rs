@@ -36,6 +36,15 @@ fn cc(dir: &Path, out: &str, args: &[&str]) -> PathBuf {
     path
 }
 
+/// Writes the test program's sources and builds the shared library and the program linked to it.
+fn build_library_and_program(d: &Path) -> (PathBuf, PathBuf) {
+    std::fs::write(d.join("lib.c"), LIB_C).unwrap();
+    std::fs::write(d.join("main.c"), MAIN_C).unwrap();
+    let lib = cc(d, "libgen.so", &["-shared", "-fPIC", "lib.c"]);
+    let main = cc(d, "app-dyn", &["-fPIE", "-pie", "main.c", "-L.", "-lgen"]);
+    (lib, main)
+}
+
 fn generate(dir: &Path, name: &str, binaries: &[&Path], compress: bool) -> PathBuf {
     let spec = LbrCaptureSpec {
         binaries: binaries
@@ -66,12 +75,9 @@ fn generated_captures_match_perf2bolt_22() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("lib.c"), LIB_C).unwrap();
-    std::fs::write(d.join("main.c"), MAIN_C).unwrap();
-    let lib = cc(d, "libgen.so", &["-shared", "-fPIC", "lib.c"]);
+    let (lib, dyn_main) = build_library_and_program(d);
     let pie = cc(d, "app-pie", &["-fPIE", "-pie", "main.c", "lib.c"]);
     let nopie = cc(d, "app-nopie", &["-fno-pie", "-no-pie", "main.c", "lib.c"]);
-    let dyn_main = cc(d, "app-dyn", &["-fPIE", "-pie", "main.c", "-L.", "-lgen"]);
     let cases: [(&str, Vec<&Path>, bool); 5] = [
         ("pie.data", vec![&pie], false),
         ("pie-z.data", vec![&pie], true),
@@ -100,10 +106,7 @@ fn several_binaries_in_one_pass() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("lib.c"), LIB_C).unwrap();
-    std::fs::write(d.join("main.c"), MAIN_C).unwrap();
-    let lib = cc(d, "libgen.so", &["-shared", "-fPIC", "lib.c"]);
-    let main = cc(d, "app-dyn", &["-fPIE", "-pie", "main.c", "-L.", "-lgen"]);
+    let (lib, main) = build_library_and_program(d);
     let capture = generate(d, "dso.data", &[&main, &lib], true);
     let out = d.join("both");
     run_ok(
