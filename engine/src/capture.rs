@@ -495,7 +495,7 @@ impl<'f, 'a> Walker<'f, 'a> {
         progress: &indicatif::ProgressBar,
     ) -> std::result::Result<(), PipeError> {
         let mut head = [0u8; 16];
-        read_full(input, &mut head).map_err(PipeError::Io)?;
+        input.read_exact(&mut head).map_err(PipeError::Io)?;
         let (endian, mode) = header::detect(&head)?;
         if mode != header::Mode::Pipe {
             return Err(formats::perf::Error::at(
@@ -785,10 +785,6 @@ fn pipe_attr(r: &RecordRef<'_>) -> formats::perf::Result<AttrEntry> {
         ids,
         name: None,
     })
-}
-
-fn read_full(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<()> {
-    input.read_exact(buf)
 }
 
 /// Appends up to `want` more bytes; returns true at end of input.

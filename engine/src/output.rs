@@ -36,13 +36,6 @@ pub fn write_atomically(
     result.map_err(io_error(path))
 }
 
-/// Pre-aggregated dialects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PreaggDialect {
-    /// LLVM ≥ 21: `T` traces, `B` for mispredictions, `E`/`S` for basic samples.
-    Current,
-}
-
 /// Writes one binary's profile as BOLT pre-aggregated text.
 pub fn write_preagg(out: &mut dyn Write, p: &BinaryProfile) -> std::io::Result<()> {
     let mut w = PreaggWriter::new(out);

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use super::record::{misc, Mmap, Mmap2Extra};
+use super::record::{Mmap, Mmap2Extra};
 use super::sample::{BranchEntry, Sample};
 
 /// Which sample fields to print, as `perf script -F`.
@@ -135,9 +135,4 @@ fn hex(v: u64) -> String {
     } else {
         format!("{v:#x}")
     }
-}
-
-/// True when an mmap is the kernel's or a module's (perf prints them too; callers may filter).
-pub fn is_kernel_mmap(m: &Mmap<'_>) -> bool {
-    m.cpumode == misc::KERNEL
 }
