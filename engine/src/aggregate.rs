@@ -177,15 +177,17 @@ impl Tables {
                 table.last_pid = Some(s.pid);
             }
             let mut n = 0;
-            let mut next_source = BR_ONLY;
+            // The fall-through end of each trace is the newer entry's branch source, already
+            // mapped in the previous iteration.
+            let mut next_source = (BR_ONLY, false);
             for e in stack.iter() {
                 if e.from >= KERNEL_BASE || e.to >= KERNEL_BASE {
                     continue;
                 }
                 let (branch, in0) = location(binary, maps, &map, e.from);
                 let (from, in1) = location(binary, maps, &map, e.to);
-                let (to, in2) = location(binary, maps, &map, next_source);
-                next_source = e.from;
+                let (to, in2) = next_source;
+                next_source = (branch, in0);
                 if !(in0 || in1 || in2) {
                     continue; // wholly outside the binary: perf2bolt drops it too
                 }
