@@ -6,13 +6,16 @@ use std::time::Instant;
 use engine::aggregate::{aggregate, Aggregation, Request};
 use engine::binary::BinaryInfo;
 use engine::capture::Input;
+use engine::functions::FunctionMap;
 use engine::mapping::Rules;
-use engine::output::{write_atomically, write_preagg};
+use engine::output::{write_atomically, write_preagg, write_preagg_legacy};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// BOLT pre-aggregated text for LLVM ≥ 21 (`T`/`B`/`E`/`S` records).
     Preagg,
+    /// BOLT pre-aggregated text for LLVM ≤ 20 (`B`/`F`/`f` records; LLVM 19's mapping rules).
+    PreaggLegacy,
 }
 
 #[derive(clap::Args)]
@@ -58,15 +61,30 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         basic: args.basic,
         pid: args.pid,
         ignore_build_id: args.ignore_build_id,
-        rules: Rules::Current,
+        rules: if args.format == Format::PreaggLegacy {
+            Rules::Llvm19
+        } else {
+            Rules::Current
+        },
         threads: crate::default_threads(args.threads),
     };
     let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
     let bar = engine::progress::bytes_bar(total, "reading");
     let result = aggregate(&input, &request, &bar)?;
     let outputs = output_paths(&args.output, &args.binaries)?;
-    for (profile, path) in result.profiles.iter().zip(&outputs) {
-        write_atomically(path, |out| write_preagg(out, profile))?;
+    if args.format == Format::PreaggLegacy && result.basic {
+        return Err(
+            "LLVM 19's pre-aggregated format has no basic (IP) samples; use --format preagg".into(),
+        );
+    }
+    for ((profile, path), binary) in result.profiles.iter().zip(&outputs).zip(&args.binaries) {
+        match args.format {
+            Format::Preagg => write_atomically(path, |out| write_preagg(out, profile))?,
+            Format::PreaggLegacy => {
+                let functions = FunctionMap::from_elf(binary, &std::fs::read(binary)?)?;
+                write_atomically(path, |out| write_preagg_legacy(out, profile, &functions))?
+            }
+        }
     }
     summarize(&result, &args.binaries, &outputs, started);
     Ok(())

@@ -4,10 +4,12 @@
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use formats::bolt::preagg::PreaggWriter;
+use formats::bolt::preagg::{PreaggWriter, BR_ONLY};
 
 use crate::aggregate::BinaryProfile;
 use crate::error::{io_error, Result};
+use crate::functions::FunctionMap;
+use crate::table::Counts;
 
 /// Runs `write` against a buffered temporary file and renames it to `path` if it succeeds.
 pub fn write_atomically(
@@ -61,6 +63,51 @@ pub fn write_preagg(out: &mut dyn Write, p: &BinaryProfile) -> std::io::Result<(
     }
     for ((branch, from), m) in mispreds {
         w.branch(branch, from, 0, m)?;
+    }
+    Ok(())
+}
+
+/// Writes one binary's profile in the LLVM ≤ 20 dialect (`B`, `F`, `f`), deriving what LLVM 19's
+/// perf mode derives from each trace: the branch (endpoints outside every function become 0),
+/// and the fall-through when both its ends lie in one function — `F` if the branch came from
+/// that function too, `f` if it came from outside.
+pub fn write_preagg_legacy(
+    out: &mut dyn Write,
+    p: &BinaryProfile,
+    functions: &FunctionMap,
+) -> std::io::Result<()> {
+    use std::collections::BTreeMap;
+    let mut branches: BTreeMap<(u64, u64), Counts> = BTreeMap::new();
+    let mut fall_throughs: BTreeMap<(u64, u64, bool), u64> = BTreeMap::new();
+    let in_function = |a: u64| {
+        if a != BR_ONLY && functions.containing(a).is_some() {
+            a
+        } else {
+            0
+        }
+    };
+    for &((branch, from, to), c) in &p.traces {
+        let key = (in_function(branch), in_function(from));
+        if key != (0, 0) {
+            branches.entry(key).or_default().add(c);
+        }
+        if to == BR_ONLY || from == BR_ONLY {
+            continue;
+        }
+        let Some(f) = functions.containing(from) else {
+            continue;
+        };
+        if functions.containing(to) == Some(f) {
+            let external = functions.containing(branch) != Some(f);
+            *fall_throughs.entry((from, to, external)).or_default() += c.taken;
+        }
+    }
+    let mut w = PreaggWriter::new(out);
+    for ((from, to), c) in branches {
+        w.branch(from, to, c.taken, c.mispred)?;
+    }
+    for ((start, end, external), count) in fall_throughs {
+        w.fall_through(external, start, end, count)?;
     }
     Ok(())
 }
