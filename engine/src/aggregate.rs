@@ -296,6 +296,12 @@ pub fn aggregate(
     let mut tables = Tables::merge(tables);
     let basic = req.basic || !has_branch_stacks(&side);
     if basic && !tables.basic {
+        if matches!(input, Input::Stdin) {
+            return Err(Error::Mismatch(
+                "the capture on stdin has no branch stacks and cannot be read twice: pass --basic"
+                    .into(),
+            ));
+        }
         // A stream without branch stacks: read it again counting IPs.
         let (_, t) = capture::read_capture(
             input,
