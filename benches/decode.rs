@@ -47,6 +47,7 @@ fn aggregate_capture(c: &mut Criterion) {
             ignore_build_id: false,
             rules: Rules::Current,
             threads,
+            stream: false,
         };
         let input = Input::File(path.clone());
         group.bench_with_input(

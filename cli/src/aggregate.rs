@@ -67,6 +67,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             Rules::Current
         },
         threads: crate::default_threads(args.threads),
+        stream: false,
     };
     let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
     let bar = engine::progress::bytes_bar(total, "reading");

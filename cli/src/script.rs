@@ -44,6 +44,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let options = ReadOptions {
         threads: 1,
         render_mmap_events: args.show_mmap_events,
+        ..Default::default()
     };
     let bar = indicatif::ProgressBar::hidden();
     let (side, sinks) = read_capture(

@@ -46,6 +46,14 @@ pub struct BinaryTable {
 }
 
 impl BinaryTable {
+    #[inline]
+    fn note_pid(&mut self, pid: u32) {
+        if self.last_pid != Some(pid) {
+            self.pids.insert(pid);
+            self.last_pid = Some(pid);
+        }
+    }
+
     fn merge(&mut self, other: BinaryTable) {
         self.traces.merge(other.traces);
         merge_into(&mut self.ips, other.ips, |a, b| *a += b);
@@ -85,7 +93,7 @@ impl Resolver {
 pub struct Tables {
     pub traces: HashMap<TraceKey, Counts>,
     pub ips: HashMap<IpKey, u64>,
-    pub resolver: Option<Arc<Resolver>>,
+    resolver: Option<Arc<Resolver>>,
     pub per_binary: Vec<BinaryTable>,
     pub stats: SampleStats,
     pub basic: bool,
@@ -95,8 +103,11 @@ impl Sink for Tables {
     #[inline]
     fn sample(&mut self, event: usize, s: &Sample<'_>) {
         self.stats.samples += 1;
-        if let Some(resolver) = self.resolver.clone() {
-            return self.resolved_sample(&resolver, event, s);
+        // Taken out and put back rather than cloned: no atomic reference counting per sample.
+        if let Some(resolver) = self.resolver.take() {
+            self.resolved_sample(&resolver, event, s);
+            self.resolver = Some(resolver);
+            return;
         }
         if self.basic {
             *self
@@ -155,7 +166,7 @@ impl Tables {
         if self.basic {
             for &(b, map) in mapped {
                 let table = &mut self.per_binary[b];
-                table.pids.insert(s.pid);
+                table.note_pid(s.pid);
                 table.events.insert(event as u32);
                 table.samples += 1;
                 let a = location(&r.binaries[b], &r.maps[b], &map, s.ip).0;
@@ -172,10 +183,7 @@ impl Tables {
         for &(b, map) in mapped {
             let (binary, maps) = (&r.binaries[b], &r.maps[b]);
             let table = &mut self.per_binary[b];
-            if table.last_pid != Some(s.pid) {
-                table.pids.insert(s.pid);
-                table.last_pid = Some(s.pid);
-            }
+            table.note_pid(s.pid);
             let mut n = 0;
             // The fall-through end of each trace is the newer entry's branch source, already
             // mapped in the previous iteration.
@@ -234,6 +242,8 @@ pub struct Request {
     pub ignore_build_id: bool,
     pub rules: Rules,
     pub threads: usize,
+    /// See [`capture::ReadOptions::stream`].
+    pub stream: bool,
 }
 
 /// One binary's profile, in the binary's own addresses.
@@ -264,6 +274,7 @@ pub fn aggregate(
 ) -> Result<Aggregation> {
     let options = capture::ReadOptions {
         threads: req.threads,
+        stream: req.stream,
         ..Default::default()
     };
     let resolver = std::sync::OnceLock::new();
@@ -314,11 +325,9 @@ pub fn aggregate(
         )?;
         tables = Tables::merge(t);
     }
-    let all_maps = match tables.resolver.take() {
-        Some(r) => Arc::try_unwrap(r)
-            .map(|r| r.maps)
-            .unwrap_or_else(|r| r.maps.clone()),
-        None => req
+    let all_maps = match resolver.get() {
+        Some(Some(r)) => r.maps.clone(),
+        _ => req
             .binaries
             .iter()
             .map(|b| maps_for(req, &side, b))
@@ -327,12 +336,11 @@ pub fn aggregate(
     let mut profiles = Vec::new();
     for (i, (binary, maps)) in req.binaries.iter().zip(&all_maps).enumerate() {
         check_mapped(binary, maps, req)?;
-        let profile = match tables.per_binary.get_mut(i) {
-            Some(table) => finish(std::mem::take(table), &side, basic),
-            None if basic => ip_profile(&tables, &side, binary, maps),
-            None => trace_profile(&tables, binary, maps),
+        let table = match tables.per_binary.get_mut(i) {
+            Some(table) => std::mem::take(table),
+            None => place_raw(&tables, binary, maps),
         };
-        profiles.push(profile);
+        profiles.push(finish(table, &side, basic));
     }
     Ok(Aggregation {
         side,
@@ -463,65 +471,35 @@ fn location(binary: &BinaryInfo, maps: &BinaryMaps, map: &ProcessMap, addr: u64)
     }
 }
 
-fn trace_profile(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> BinaryProfile {
-    let mut out: HashMap<(u64, u64, u64), Counts> = HashMap::new();
-    let mut samples_pids = hashbrown::HashSet::new();
+/// Places the pid-keyed tables of a streamed capture in one binary, exactly as the decode loop
+/// does for indexed captures.
+fn place_raw(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> BinaryTable {
+    let mut table = BinaryTable::default();
     for (k, c) in &tables.traces {
         let Some(map) = maps.by_pid.get(&k.pid) else {
             continue;
         };
-        samples_pids.insert(k.pid);
-        let key = (
-            location(binary, maps, map, k.branch).0,
-            location(binary, maps, map, k.from).0,
-            location(binary, maps, map, k.to).0,
-        );
-        out.entry(key).or_default().add(*c);
+        table.note_pid(k.pid);
+        let (branch, in0) = location(binary, maps, map, k.branch);
+        let (from, in1) = location(binary, maps, map, k.from);
+        let (to, in2) = location(binary, maps, map, k.to);
+        if in0 || in1 || in2 {
+            table.traces.add([branch, from, to], c.taken, c.mispred);
+        }
     }
-    let mut traces: Vec<_> = out.into_iter().collect();
-    traces.sort_unstable_by_key(|(k, _)| *k);
-    BinaryProfile {
-        traces,
-        pids: samples_pids.len(),
-        ..Default::default()
-    }
-}
-
-fn ip_profile(
-    tables: &Tables,
-    side: &SideBand,
-    binary: &BinaryInfo,
-    maps: &BinaryMaps,
-) -> BinaryProfile {
-    let mut out: HashMap<u64, u64> = HashMap::new();
-    let mut events = std::collections::BTreeSet::new();
-    let mut samples = 0;
-    let mut pids = hashbrown::HashSet::new();
     for (k, &n) in &tables.ips {
         let Some(map) = maps.by_pid.get(&k.pid) else {
             continue;
         };
+        table.note_pid(k.pid);
+        table.events.insert(k.event);
+        table.samples += n;
         let a = location(binary, maps, map, k.ip).0;
-        pids.insert(k.pid);
-        events.insert(k.event);
-        samples += n;
         if a != 0 && a != BR_ONLY {
-            *out.entry(a).or_insert(0) += n;
+            *table.ips.entry(a).or_insert(0) += n;
         }
     }
-    let mut ips: Vec<_> = out.into_iter().collect();
-    ips.sort_unstable();
-    let events = events
-        .into_iter()
-        .map(|e| format!("{}:", event_name(side, e as usize)))
-        .collect();
-    BinaryProfile {
-        ips,
-        events,
-        samples,
-        pids: pids.len(),
-        ..Default::default()
-    }
+    table
 }
 
 /// The event's name as perf prints it: from EVENT_DESC, else from its type and config.

@@ -79,6 +79,9 @@ pub struct SideBand {
 pub struct ReadOptions {
     pub threads: usize,
     pub render_mmap_events: bool,
+    /// Read a file-mode capture as a stream (one pass, pid-keyed tables) even when it could
+    /// be indexed; both paths must give the same result, and tests check that they do.
+    pub stream: bool,
 }
 
 /// Receives decoded samples; one per worker thread.
@@ -185,6 +188,9 @@ pub fn read_capture<S: Sink, F: Fn(Option<&SideBand>) -> S + Sync>(
             let _ = map.advise(memmap2::Advice::Sequential);
             let (_, mode) = header::detect(&map).map_err(fmt_err)?;
             match mode {
+                header::Mode::File if options.stream => run(options, None, &make_sink, |walker| {
+                    walker.file(&map, progress)
+                }),
                 header::Mode::File => match index_file(&map, options, progress) {
                     Ok(Some(indexed)) => {
                         let side = indexed.side.clone();
