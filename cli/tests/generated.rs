@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use corpus::{LbrBinary, LbrCaptureSpec};
 
 const LIB_C: &str = r#"
 int lib_mix(int x) { int s = 0; for (int i = 0; i < (x & 63); i++) { if (i % 3) s += i * x; else s ^= x >> 1; } return s; }
@@ -46,25 +45,8 @@ fn build_library_and_program(d: &Path) -> (PathBuf, PathBuf) {
 }
 
 fn generate(dir: &Path, name: &str, binaries: &[&Path], compress: bool) -> PathBuf {
-    let spec = LbrCaptureSpec {
-        binaries: binaries
-            .iter()
-            .map(|b| LbrBinary {
-                path: b.to_path_buf(),
-                load_base: None,
-            })
-            .collect(),
-        processes: 3,
-        target_bytes: 3 << 20,
-        lbr_depth: 32,
-        distinct_stacks: 3000,
-        kernel_fraction_percent: 5,
-        compress,
-        seed: 7,
-    };
     let path = dir.join(name);
-    let mut file = std::fs::File::create(&path).unwrap();
-    corpus::write_lbr_capture(&spec, &mut file).unwrap();
+    generate_capture(&path, binaries, 3, 3000, compress, 7);
     path
 }
 

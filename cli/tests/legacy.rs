@@ -7,7 +7,6 @@ use std::path::Path;
 use std::process::Command;
 
 use common::*;
-use corpus::{LbrBinary, LbrCaptureSpec};
 
 const PROGRAM_C: &str = r#"
 #include <stdio.h>
@@ -18,59 +17,26 @@ __attribute__((noinline)) int pick(int x) { switch (x & 7) { case 0: return x + 
 int main(int argc, char **argv) { int a[64]; int t = 0; for (int i = 0; i < argc * 100000; i++) { a[i & 63] = (i & 1) ? pick(i) : helper(i); if ((i & 1023) == 0) qsort(a, 64, sizeof a[0], cmp); t += a[i & 63]; } printf("%d\n", t); return 0; }
 "#;
 
-fn generate(capture: &Path, binary: &Path) {
-    let spec = LbrCaptureSpec {
-        binaries: vec![LbrBinary {
-            path: binary.to_path_buf(),
-            load_base: None,
-        }],
-        processes: 2,
-        target_bytes: 4 << 20,
-        lbr_depth: 32,
-        distinct_stacks: 4000,
-        kernel_fraction_percent: 5,
-        compress: false,
-        seed: 11,
-    };
-    corpus::write_lbr_capture(&spec, &mut std::fs::File::create(capture).unwrap()).unwrap();
-}
-
 fn legacy_fdata(binary: &Path, capture: &Path, dir: &Path) -> Vec<String> {
     let preagg = dir.join("legacy.preagg");
-    let fdata = dir.join("legacy.fdata");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(capture)
-            .arg("-b")
-            .arg(binary)
-            .arg("-o")
-            .arg(&preagg)
-            .args(["--format", "preagg-legacy"]),
-    );
-    run_ok(
-        Command::new(PERF2BOLT_19)
-            .arg(binary)
-            .arg("-p")
-            .arg(&preagg)
-            .arg("--pa")
-            .arg("-o")
-            .arg(&fdata),
-    );
-    sorted_lines(&std::fs::read(fdata).unwrap())
+    profmill_preagg(capture, binary, "preagg-legacy", &preagg);
+    perf2bolt_fdata(
+        PERF2BOLT_19,
+        binary,
+        &preagg,
+        &["--pa"],
+        &dir.join("legacy.fdata"),
+    )
 }
 
 fn perf_mode_fdata(perf2bolt: &str, binary: &Path, capture: &Path, dir: &Path) -> Vec<String> {
-    let fdata = dir.join("reference.fdata");
-    run_ok(
-        Command::new(perf2bolt)
-            .arg(binary)
-            .arg("-p")
-            .arg(capture)
-            .arg("-o")
-            .arg(&fdata),
-    );
-    sorted_lines(&std::fs::read(fdata).unwrap())
+    perf2bolt_fdata(
+        perf2bolt,
+        binary,
+        capture,
+        &[],
+        &dir.join("reference.fdata"),
+    )
 }
 
 #[test]
@@ -91,7 +57,7 @@ fn legacy_matches_perf2bolt_19_on_fixed_address_binaries() {
     );
     for binary in [built, shared_perf("autofdo-test.binary")] {
         let capture = d.join("capture.data");
-        generate(&capture, &binary);
+        generate_capture(&capture, &[&binary], 4, 4000, false, 11);
         let reference = perf_mode_fdata(PERF2BOLT_19, &binary, &capture, d);
         assert!(
             reference.len() > 20,

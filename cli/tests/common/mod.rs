@@ -85,6 +85,40 @@ pub fn assert_same_lines(ours: &[String], theirs: &[String], what: &str) {
     );
 }
 
+/// Sorted fdata lines of `perf2bolt BINARY -p INPUT [--pa] EXTRA… -o OUT`.
+pub fn perf2bolt_fdata(
+    perf2bolt: &str,
+    binary: &Path,
+    input: &Path,
+    extra: &[&str],
+    out: &Path,
+) -> Vec<String> {
+    run_ok(
+        Command::new(perf2bolt)
+            .arg(binary)
+            .arg("-p")
+            .arg(input)
+            .arg("-o")
+            .arg(out)
+            .args(extra),
+    );
+    sorted_lines(&std::fs::read(out).unwrap())
+}
+
+/// Our `aggregate` output for one binary, in the given `--format`.
+pub fn profmill_preagg(capture: &Path, binary: &Path, format: &str, out: &Path) {
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(capture)
+            .arg("--binary")
+            .arg(binary)
+            .arg("-o")
+            .arg(out)
+            .args(["--format", format]),
+    );
+}
+
 /// perf2bolt on a capture, and perf2bolt --pa on our pre-aggregated output of the same
 /// capture: the sorted fdata must be identical.
 pub fn assert_preagg_equivalent(
@@ -94,46 +128,53 @@ pub fn assert_preagg_equivalent(
     extra: &[&str],
     dir: &Path,
 ) {
-    let reference = dir.join("reference.fdata");
-    let preagg = dir.join("ours.preagg");
-    let ours = dir.join("ours.fdata");
-    run_ok(
-        Command::new(perf2bolt)
-            .arg(binary)
-            .arg("-p")
-            .arg(capture)
-            .arg("-o")
-            .arg(&reference)
-            .args(extra),
+    let reference = perf2bolt_fdata(
+        perf2bolt,
+        binary,
+        capture,
+        extra,
+        &dir.join("reference.fdata"),
     );
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(capture)
-            .arg("--binary")
-            .arg(binary)
-            .arg("-o")
-            .arg(&preagg),
-    );
-    run_ok(
-        Command::new(perf2bolt)
-            .arg(binary)
-            .arg("-p")
-            .arg(&preagg)
-            .arg("--pa")
-            .arg("-o")
-            .arg(&ours)
-            .args(extra),
-    );
-    let reference = std::fs::read(&reference).unwrap();
     assert!(
         !reference.is_empty(),
         "perf2bolt wrote an empty profile for {}",
         capture.display()
     );
+    let preagg = dir.join("ours.preagg");
+    profmill_preagg(capture, binary, "preagg", &preagg);
+    let pa: Vec<&str> = ["--pa"].iter().chain(extra).copied().collect();
+    let ours = perf2bolt_fdata(perf2bolt, binary, &preagg, &pa, &dir.join("ours.fdata"));
     assert_same_lines(
-        &sorted_lines(&std::fs::read(&ours).unwrap()),
-        &sorted_lines(&reference),
+        &ours,
+        &reference,
         "fdata via --pa vs perf2bolt on the capture",
     );
+}
+
+/// A generated 32-entry LBR capture of `binaries` (all mapped in every process).
+pub fn generate_capture(
+    path: &Path,
+    binaries: &[&Path],
+    mib: u64,
+    distinct_stacks: u32,
+    compress: bool,
+    seed: u64,
+) {
+    let spec = corpus::LbrCaptureSpec {
+        binaries: binaries
+            .iter()
+            .map(|b| corpus::LbrBinary {
+                path: b.to_path_buf(),
+                load_base: None,
+            })
+            .collect(),
+        processes: 3,
+        target_bytes: mib << 20,
+        lbr_depth: 32,
+        distinct_stacks,
+        kernel_fraction_percent: 5,
+        compress,
+        seed,
+    };
+    corpus::write_lbr_capture(&spec, &mut std::fs::File::create(path).unwrap()).unwrap();
 }
