@@ -1,2 +1,3 @@
 //! BOLT profile formats.
+pub mod fdata;
 pub mod preagg;

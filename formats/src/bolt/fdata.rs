@@ -1,0 +1,188 @@
+//! BOLT's symbolized text profile, "fdata" (`perf2bolt -o x.fdata`, `llvm-bolt --data`).
+//!
+//! Lines, all space separated and `\n` terminated:
+//! * branch: `<loc> <loc> <mispreds> <count>`, locations `1 <name> <hexoff>` (symbol) or
+//!   `0 [unknown] <hexoff>`;
+//! * basic sample (after a `no_lbr[ <event>…]` header): `<loc> <hits>`;
+//! * memory access: `<loc> <loc> <count>` with location tags `4` (symbol) / `3` (unknown);
+//! * an optional first line `boltedcollection` (profile of a BOLTed binary, via BAT).
+//!
+//! Names are escaped as LLVM's `getEscapedName` does: a backslash before every space and
+//! backslash. Offsets are lowercase hex without prefix or leading zeros.
+
+use std::io::{self, Write};
+
+use super::preagg::format_hex;
+
+/// One end of a branch or sample: a function and an offset in it, or an unknown address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Location<'a> {
+    /// The name is a function (or data object) symbol; `false` prints `[unknown]`-style tags.
+    pub is_symbol: bool,
+    /// Unescaped name; empty is printed as `[unknown]`.
+    pub name: &'a str,
+    pub offset: u64,
+}
+
+impl<'a> Location<'a> {
+    pub fn symbol(name: &'a str, offset: u64) -> Self {
+        Location {
+            is_symbol: true,
+            name,
+            offset,
+        }
+    }
+
+    pub fn unknown(offset: u64) -> Self {
+        Location {
+            is_symbol: false,
+            name: "",
+            offset,
+        }
+    }
+}
+
+/// Streams fdata lines into any `io::Write`, formatting numbers without allocating.
+pub struct FdataWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> FdataWriter<W> {
+    pub fn new(out: W) -> Self {
+        FdataWriter { out }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    /// The `boltedcollection` header; must come first.
+    pub fn bolted_collection(&mut self) -> io::Result<()> {
+        self.out.write_all(b"boltedcollection\n")
+    }
+
+    /// The `no_lbr` header of a basic-sample profile, with its event names.
+    pub fn no_lbr<S: AsRef<str>>(&mut self, events: &[S]) -> io::Result<()> {
+        self.out.write_all(b"no_lbr")?;
+        for event in events {
+            self.out.write_all(b" ")?;
+            self.out.write_all(event.as_ref().as_bytes())?;
+        }
+        self.out.write_all(b"\n")
+    }
+
+    pub fn branch(
+        &mut self,
+        from: &Location,
+        to: &Location,
+        mispreds: i64,
+        count: i64,
+    ) -> io::Result<()> {
+        self.location(from, b"1 ", b"0 ")?;
+        self.location(to, b"1 ", b"0 ")?;
+        self.decimal(mispreds)?;
+        self.out.write_all(b" ")?;
+        self.decimal(count)?;
+        self.out.write_all(b"\n")
+    }
+
+    pub fn sample(&mut self, at: &Location, hits: i64) -> io::Result<()> {
+        self.location(at, b"1 ", b"0 ")?;
+        self.decimal(hits)?;
+        self.out.write_all(b"\n")
+    }
+
+    pub fn memory(&mut self, pc: &Location, addr: &Location, count: i64) -> io::Result<()> {
+        self.location(pc, b"4 ", b"3 ")?;
+        self.location(addr, b"4 ", b"3 ")?;
+        self.decimal(count)?;
+        self.out.write_all(b"\n")
+    }
+
+    fn location(
+        &mut self,
+        loc: &Location,
+        symbol_tag: &[u8],
+        unknown_tag: &[u8],
+    ) -> io::Result<()> {
+        self.out.write_all(if loc.is_symbol {
+            symbol_tag
+        } else {
+            unknown_tag
+        })?;
+        if loc.name.is_empty() {
+            self.out.write_all(b"[unknown]")?;
+        } else {
+            write_escaped(&mut self.out, loc.name)?;
+        }
+        self.out.write_all(b" ")?;
+        let mut buf = [0u8; 16];
+        self.out.write_all(format_hex(loc.offset, &mut buf))?;
+        self.out.write_all(b" ")
+    }
+
+    fn decimal(&mut self, v: i64) -> io::Result<()> {
+        let mut buf = itoa::Buffer::new();
+        self.out.write_all(buf.format(v).as_bytes())
+    }
+}
+
+/// LLVM's `getEscapedName`: a backslash before each space and backslash.
+fn write_escaped(out: &mut impl Write, name: &str) -> io::Result<()> {
+    let bytes = name.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b' ' || b == b'\\' {
+            out.write_all(&bytes[start..i])?;
+            out.write_all(b"\\")?;
+            start = i;
+        }
+    }
+    out.write_all(&bytes[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_have_bolt_shape() {
+        let mut w = FdataWriter::new(Vec::new());
+        w.branch(
+            &Location::symbol("main", 0x167),
+            &Location::symbol("work", 0),
+            3,
+            100,
+        )
+        .unwrap();
+        w.branch(
+            &Location::unknown(0),
+            &Location::symbol("rarely/1", 0x1e),
+            0,
+            2,
+        )
+        .unwrap();
+        w.sample(&Location::symbol("a b\\c", 0x10), 7).unwrap();
+        w.memory(&Location::symbol("f", 4), &Location::unknown(0x7f00), 1)
+            .unwrap();
+        let text = String::from_utf8(w.into_inner()).unwrap();
+        assert_eq!(
+            text,
+            "1 main 167 1 work 0 3 100\n\
+             0 [unknown] 0 1 rarely/1 1e 0 2\n\
+             1 a\\ b\\\\c 10 7\n\
+             4 f 4 3 [unknown] 7f00 1\n"
+        );
+    }
+
+    #[test]
+    fn no_lbr_header_lists_events() {
+        let mut w = FdataWriter::new(Vec::new());
+        w.no_lbr::<&str>(&[]).unwrap();
+        w.no_lbr(&["cycles:u:", "instructions:"]).unwrap();
+        assert_eq!(
+            String::from_utf8(w.into_inner()).unwrap(),
+            "no_lbr\nno_lbr cycles:u: instructions:\n"
+        );
+    }
+}
