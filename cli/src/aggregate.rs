@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use engine::aggregate::{aggregate, Aggregation, Request};
+use engine::aggregate::{aggregate, Aggregation, BinaryProfile, Request};
 use engine::binary::BinaryInfo;
+use engine::bolt::functions::Functions;
+use engine::bolt::symbolize;
 use engine::capture::Input;
-use engine::functions::FunctionMap;
 use engine::mapping::Rules;
 use engine::output::{write_atomically, write_preagg, write_preagg_legacy};
 
@@ -16,6 +17,17 @@ pub enum Format {
     Preagg,
     /// BOLT pre-aggregated text for LLVM ≤ 20 (`B`/`F`/`f` records; LLVM 19's mapping rules).
     PreaggLegacy,
+    /// BOLT's symbolized profile, as `perf2bolt` (LLVM 22) writes it.
+    Fdata,
+}
+
+impl Format {
+    fn extension(self) -> &'static str {
+        match self {
+            Format::Fdata => "fdata",
+            Format::Preagg | Format::PreaggLegacy => "preagg",
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -72,7 +84,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
     let bar = engine::progress::bytes_bar(total, "reading");
     let result = aggregate(&input, &request, &bar)?;
-    let outputs = output_paths(&args.output, &args.binaries)?;
+    let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
     if args.format == Format::PreaggLegacy && result.basic {
         return Err(
             "LLVM 19's pre-aggregated format has no basic (IP) samples; use --format preagg".into(),
@@ -82,9 +94,10 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         match args.format {
             Format::Preagg => write_atomically(path, |out| write_preagg(out, profile))?,
             Format::PreaggLegacy => {
-                let functions = FunctionMap::from_elf(binary, &std::fs::read(binary)?)?;
+                let functions = Functions::from_elf(binary, &std::fs::read(binary)?)?;
                 write_atomically(path, |out| write_preagg_legacy(out, profile, &functions))?
             }
+            Format::Fdata => write_fdata(binary, profile, result.basic, path)?,
         }
     }
     summarize(&result, &args.binaries, &outputs, started);
@@ -109,8 +122,38 @@ pub fn run_paths(
     })
 }
 
-/// One binary: `-o` is the file. Several: `-o` is a directory holding `<binary name>.preagg`.
-fn output_paths(output: &Path, binaries: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+/// Symbolizes one binary's profile (disassembling the functions it touches) and writes fdata.
+pub fn write_fdata(
+    binary: &Path,
+    profile: &BinaryProfile,
+    basic: bool,
+    path: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let data = std::fs::read(binary).map_err(engine::error::io_error(binary))?;
+    let functions = Functions::from_elf(binary, &data)?;
+    let fdata = symbolize(profile, &functions, basic);
+    write_atomically(path, |out| fdata.write(out))?;
+    let s = fdata.stats;
+    if basic {
+        eprintln!(
+            "profmill: {}: {} samples outside every function",
+            binary.display(),
+            fdata.out_of_range_samples
+        );
+    } else {
+        eprintln!(
+            "profmill: {}: fall-through ranges: {} invalid, {} out of range, of {}",
+            binary.display(),
+            s.invalid,
+            s.out_of_range,
+            s.traces
+        );
+    }
+    Ok(())
+}
+
+/// One binary: `-o` is the file. Several: `-o` is a directory holding `<binary name>.<ext>`.
+fn output_paths(output: &Path, binaries: &[PathBuf], ext: &str) -> std::io::Result<Vec<PathBuf>> {
     if binaries.len() == 1 {
         return Ok(vec![output.to_path_buf()]);
     }
@@ -119,7 +162,7 @@ fn output_paths(output: &Path, binaries: &[PathBuf]) -> std::io::Result<Vec<Path
         .iter()
         .map(|b| {
             output.join(format!(
-                "{}.preagg",
+                "{}.{ext}",
                 b.file_name().unwrap_or_default().to_string_lossy()
             ))
         })

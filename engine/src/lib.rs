@@ -3,9 +3,9 @@
 
 pub mod aggregate;
 pub mod binary;
+pub mod bolt;
 pub mod capture;
 pub mod error;
-pub mod functions;
 pub mod mapping;
 pub mod output;
 pub mod progress;

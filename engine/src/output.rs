@@ -7,8 +7,8 @@ use std::path::Path;
 use formats::bolt::preagg::{PreaggWriter, BR_ONLY};
 
 use crate::aggregate::BinaryProfile;
+use crate::bolt::functions::Functions;
 use crate::error::{io_error, Result};
-use crate::functions::FunctionMap;
 use crate::table::Counts;
 
 /// Runs `write` against a buffered temporary file and renames it to `path` if it succeeds.
@@ -74,13 +74,13 @@ pub fn write_preagg(out: &mut dyn Write, p: &BinaryProfile) -> std::io::Result<(
 pub fn write_preagg_legacy(
     out: &mut dyn Write,
     p: &BinaryProfile,
-    functions: &FunctionMap,
+    functions: &Functions,
 ) -> std::io::Result<()> {
     use std::collections::BTreeMap;
     let mut branches: BTreeMap<(u64, u64), Counts> = BTreeMap::new();
     let mut fall_throughs: BTreeMap<(u64, u64, bool), u64> = BTreeMap::new();
     let in_function = |a: u64| {
-        if a != BR_ONLY && functions.containing(a).is_some() {
+        if a != BR_ONLY && functions.index_containing(a).is_some() {
             a
         } else {
             0
@@ -94,11 +94,11 @@ pub fn write_preagg_legacy(
         if to == BR_ONLY || from == BR_ONLY {
             continue;
         }
-        let Some(f) = functions.containing(from) else {
+        let Some(f) = functions.index_containing(from) else {
             continue;
         };
-        if functions.containing(to) == Some(f) {
-            let external = functions.containing(branch) != Some(f);
+        if functions.index_containing(to) == Some(f) {
+            let external = functions.index_containing(branch) != Some(f);
             *fall_throughs.entry((from, to, external)).or_default() += c.taken;
         }
     }

@@ -178,3 +178,42 @@ pub fn generate_capture(
     };
     corpus::write_lbr_capture(&spec, &mut std::fs::File::create(path).unwrap()).unwrap();
 }
+
+/// perf2bolt (LLVM 22) and `profmill aggregate --format fdata` on the same capture must write
+/// the same sorted fdata lines; returns how many.
+pub fn assert_fdata_matches_perf2bolt(
+    binary: &Path,
+    capture: &Path,
+    basic: bool,
+    dir: &Path,
+) -> usize {
+    let extra: &[&str] = if basic { &["--ba"] } else { &[] };
+    let reference = perf2bolt_fdata(
+        PERF2BOLT_22,
+        binary,
+        capture,
+        extra,
+        &dir.join("reference.fdata"),
+    );
+    assert!(
+        !reference.is_empty(),
+        "perf2bolt wrote an empty profile for {}",
+        capture.display()
+    );
+    let ours_path = dir.join("ours.fdata");
+    let mut cmd = profmill();
+    cmd.arg("aggregate")
+        .arg(capture)
+        .arg("--binary")
+        .arg(binary)
+        .arg("-o")
+        .arg(&ours_path)
+        .args(["--format", "fdata"]);
+    if basic {
+        cmd.arg("--basic");
+    }
+    run_ok(&mut cmd);
+    let ours = sorted_lines(&std::fs::read(&ours_path).unwrap());
+    assert_same_lines(&ours, &reference, "fdata vs perf2bolt 22");
+    ours.len()
+}

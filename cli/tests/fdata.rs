@@ -1,0 +1,230 @@
+//! `profmill aggregate --format fdata` equals `perf2bolt` (LLVM 22) line for line (sorted): a
+//! public capture, generated LBR captures over programs built here with gcc and clang-19 (PIE,
+//! non-PIE, switch jump tables, C++ exceptions, tail calls, `-ffunction-sections`, a shared
+//! library, clashing `static` names), and basic samples of a real `perf record` capture.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Two files with `static` functions of the same name (BOLT's `name/1`, `name/2`), a switch
+/// dense enough for a jump table, tail calls and a cold path.
+const A_C: &str = r#"
+static int step(int x) { return x * 3 + 1; }
+int dispatch(int op, int x) {
+    switch (op & 15) {
+    case 0: return x + 1; case 1: return x * 3; case 2: return x ^ 5; case 3: return x - 7;
+    case 4: return x << 2; case 5: return x >> 1; case 6: return ~x; case 7: return x * x;
+    case 8: return x / 3 + 1; case 9: return x % 7; case 10: return -x; case 11: return x | 9;
+    default: return step(x);
+    }
+}
+int a_work(int n) { int t = 0; for (int i = 0; i < n; i++) t += dispatch(i * 7, i); return step(t); }
+"#;
+
+const B_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+static int step(int x) { return x ^ (x >> 3); }
+int dispatch(int op, int x);
+int a_work(int n);
+__attribute__((noinline)) int tail(int x) { return dispatch(x, x + 1); }
+__attribute__((noinline)) int loop(int n) {
+    int s = 0;
+    for (int i = 0; i < n; i++) { s += step(i) & 7 ? tail(i) : i; if (s > 1000000) s -= 999999; }
+    return s;
+}
+int main(int argc, char **argv) {
+    if (argc > 5) abort();
+    printf("%d %d\n", loop(argc * 50000), a_work(argc * 1000));
+    return 0;
+}
+"#;
+
+const EH_CPP: &str = r#"
+#include <cstdio>
+#include <stdexcept>
+__attribute__((noinline)) int risky(int x) { if (x % 97 == 0) throw std::runtime_error("x"); return x * 2; }
+__attribute__((noinline)) int guarded(int x) {
+    try { return risky(x); } catch (const std::exception &) { return -1; }
+}
+int main(int argc, char **) { long s = 0; for (int i = 0; i < argc * 20000; i++) s += guarded(i); std::printf("%ld\n", s); }
+"#;
+
+const LIB_C: &str = r#"
+int lib_pick(int x) {
+    switch (x & 7) { case 0: return x + 1; case 1: return x * 3; case 2: return x ^ 5;
+    case 3: return x - 7; case 4: return x << 2; default: return x; }
+}
+"#;
+
+const APP_C: &str = r#"
+#include <stdio.h>
+int lib_pick(int x);
+int main(int argc, char **argv) { int t = 0; for (int i = 0; i < argc * 100000; i++) t += lib_pick(i); printf("%d\n", t); return 0; }
+"#;
+
+fn build(dir: &Path, compiler: &str, out: &str, sources: &[&str], flags: &[&str]) -> PathBuf {
+    let path = dir.join(out);
+    run_ok(
+        Command::new(compiler)
+            .args(["-O2", "-Wl,--build-id"])
+            .args(sources)
+            .args(flags)
+            .arg("-o")
+            .arg(&path)
+            .current_dir(dir),
+    );
+    path
+}
+
+fn write_sources(d: &Path) {
+    for (name, text) in [
+        ("a.c", A_C),
+        ("b.c", B_C),
+        ("eh.cpp", EH_CPP),
+        ("lib.c", LIB_C),
+        ("app.c", APP_C),
+    ] {
+        std::fs::write(d.join(name), text).unwrap();
+    }
+}
+
+/// A generated capture of `binaries`, then the fdata comparison for `binaries[0]`.
+fn check(d: &Path, name: &str, binaries: &[&Path], min_lines: usize) {
+    let capture = d.join(format!("{name}.data"));
+    generate_capture(&capture, binaries, 2, 2000, false, 11);
+    let work = d.join(format!("{name}-work"));
+    std::fs::create_dir_all(&work).unwrap();
+    let lines = assert_fdata_matches_perf2bolt(binaries[0], &capture, false, &work);
+    assert!(lines >= min_lines, "{name}: only {lines} fdata lines");
+}
+
+#[test]
+fn gcc_programs_match_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool("gcc") || !have_tool("g++") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sources(d);
+    let c = ["a.c", "b.c"];
+    let pie = build(d, "gcc", "gcc-pie", &c, &["-fPIE", "-pie"]);
+    check(d, "gcc-pie", &[&pie], 20);
+    let nopie = build(d, "gcc", "gcc-nopie", &c, &["-fno-pie", "-no-pie"]);
+    check(d, "gcc-nopie", &[&nopie], 20);
+    let sections = build(d, "gcc", "gcc-sections", &c, &["-ffunction-sections"]);
+    check(d, "gcc-sections", &[&sections], 20);
+    let eh = build(d, "g++", "gcc-eh", &["eh.cpp"], &[]);
+    check(d, "gcc-eh", &[&eh], 20);
+}
+
+#[test]
+fn clang_programs_match_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool("clang-19") || !have_tool("clang++-19") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sources(d);
+    let c = ["a.c", "b.c"];
+    let pie = build(d, "clang-19", "clang-pie", &c, &["-fPIE", "-pie"]);
+    check(d, "clang-pie", &[&pie], 20);
+    let nopie = build(d, "clang-19", "clang-nopie", &c, &["-fno-pie", "-no-pie"]);
+    check(d, "clang-nopie", &[&nopie], 20);
+    let eh = build(d, "clang++-19", "clang-eh", &["eh.cpp"], &[]);
+    check(d, "clang-eh", &[&eh], 20);
+}
+
+/// A shared library and the program using it, both in every process of the capture: the
+/// library's profile is compared.
+#[test]
+fn shared_library_matches_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sources(d);
+    let lib = build(d, "gcc", "libpick.so", &["lib.c"], &["-shared", "-fPIC"]);
+    let app = build(d, "gcc", "app", &["app.c"], &["-L.", "-lpick"]);
+    check(d, "lib", &[&lib, &app], 3);
+}
+
+#[test]
+fn propeller_sample_1_matches_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    assert_fdata_matches_perf2bolt(
+        &shared_perf("autofdo-propeller_sample_1.bin"),
+        &shared_perf("autofdo-propeller_sample_1.perf.data"),
+        false,
+        dir.path(),
+    );
+}
+
+/// Basic (`no_lbr`) fdata from a real `perf record -e cpu-clock` capture.
+#[test]
+fn basic_samples_match_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool("perf") || !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sources(d);
+    let bin = build(d, "gcc", "basic", &["a.c", "b.c"], &["-fPIE", "-pie"]);
+    let capture = d.join("basic.data");
+    let out = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-c", "50000", "-o"])
+        .arg(&capture)
+        .arg(&bin)
+        .args(["1", "2", "3", "4"])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "skipping: perf record failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    assert_fdata_matches_perf2bolt(&bin, &capture, true, d);
+}
+
+/// perf2bolt cannot read this MMAP-only capture; we symbolize it.
+#[test]
+fn mmap_only_capture_gets_fdata() {
+    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let shared_binary = shared_perf("autofdo-test.binary");
+    if !capture.exists() || !shared_binary.exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The capture mapped it as `/export/hda3/tmp/test.binary`.
+    let binary = dir.path().join("test.binary");
+    std::fs::copy(&shared_binary, &binary).unwrap();
+    let out = dir.path().join("out.fdata");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&binary)
+            .arg("-o")
+            .arg(&out)
+            .args(["--format", "fdata"]),
+    );
+    let lines = sorted_lines(&std::fs::read(&out).unwrap());
+    assert!(lines.len() > 10, "only {} lines", lines.len());
+    // gzip's hot loop, with a fall-through line (offsets 0x91 → 0x97) only the CFG gives.
+    assert!(
+        lines.contains(&"1 longest_match 91 1 longest_match 97 0 21124".to_string()),
+        "{} lines, no longest_match fall-through",
+        lines.len()
+    );
+}

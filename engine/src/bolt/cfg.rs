@@ -1,0 +1,396 @@
+//! Basic blocks of a function as BOLT builds them (`BinaryFunction::disassemble` and
+//! `buildCFG`), which is what decides perf2bolt's fall-through lines:
+//!
+//! * the function's symbol range is disassembled linearly; an undecodable instruction (other
+//!   than zero padding at the end) makes the function non-simple: no CFG, no fall-throughs;
+//! * blocks start at offset 0, at every internal direct branch target, jump-table entry and
+//!   exception landing pad, and
+//!   at the first instruction after a terminator (jumps, returns, `ud2`); an unconditional jump
+//!   right after a conditional branch stays in the conditional branch's block;
+//! * no-ops stay in their blocks (perf2bolt runs no passes, so none removes them): a block's
+//!   last instruction may be alignment padding, and fall-through edges then start there;
+//! * successors: internal branch targets, jump-table entries, and the next block when the
+//!   block can fall through (it has no successor and does not end in a terminator, or ends in a
+//!   conditional tail call, or its only successor comes from a conditional branch);
+//! * functions split by the compiler (`foo` and its `foo.cold` fragment) get no CFG;
+//! * indirect jumps are classified as BOLT does (see `indirect`): jump tables give successors;
+//!   a pattern that spans blocks, or an unknown jump in a block without an epilogue, makes the
+//!   function non-simple.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind};
+
+use super::functions::{Function, Functions};
+use super::indirect::{self, Indirect};
+
+/// What BOLT knows about one function when it turns traces into fall-through edges.
+#[derive(Debug)]
+pub enum Body {
+    /// A PLT stub: traces through it are valid but yield nothing.
+    Pseudo,
+    /// Not simple (could not be disassembled or analysed): traces through it are invalid.
+    NoCfg(String),
+    Cfg(Cfg),
+}
+
+#[derive(Debug, Default)]
+pub struct Cfg {
+    /// Blocks in layout (= address) order.
+    pub blocks: Vec<Block>,
+    /// The function's size; the last block ends there.
+    pub size: u64,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Block {
+    pub offset: u64,
+    /// Offset of the last instruction, if any.
+    pub last: Option<u64>,
+    pub ends_in_call: bool,
+    /// Indices of successor blocks.
+    pub successors: Vec<usize>,
+    pub is_entry: bool,
+    pub is_landing_pad: bool,
+}
+
+impl Cfg {
+    /// BOLT's `getBasicBlockContainingOffset`.
+    pub fn block_containing(&self, offset: u64) -> Option<usize> {
+        if offset >= self.size {
+            return None;
+        }
+        self.blocks
+            .partition_point(|b| b.offset <= offset)
+            .checked_sub(1)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Other,
+    Call,
+    /// Conditional branch; `Some(offset)` if the target is inside the function.
+    CondBranch(Option<u64>),
+    /// Unconditional direct jump; `None` is a tail call.
+    Jump(Option<u64>),
+    /// Indirect jump: an index into the function's jump tables, or how else BOLT saw it.
+    IndirectJump(Dispatch),
+    Return,
+    Trap,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dispatch {
+    Table(usize),
+    TailCall,
+    Unknown,
+}
+
+struct Insn {
+    offset: u64,
+    kind: Kind,
+    is_epilogue: bool,
+}
+
+/// Builds the body of `f` as BOLT would.
+pub fn analyse(functions: &Functions, f: &Function) -> Body {
+    if f.is_plt {
+        return Body::Pseudo;
+    }
+    if f.split {
+        // BOLT does not build CFGs for split functions in non-relocation mode.
+        return Body::NoCfg("split into fragments (.cold)".into());
+    }
+    let code = functions.function_code(f);
+    if (code.len() as u64) < f.size {
+        return Body::NoCfg("no file data".into());
+    }
+    let result = decode(f, code).and_then(|decoded| {
+        let (insns, tables) = lay_out(functions, f, code, &decoded);
+        build(f, &insns, &tables)
+    });
+    match result {
+        Ok(cfg) => Body::Cfg(cfg),
+        Err(why) => Body::NoCfg(why),
+    }
+}
+
+const LOCK: u8 = 0xf0;
+
+/// Linear disassembly; an error says why the function is not simple.
+fn decode(f: &Function, code: &[u8]) -> Result<Vec<Instruction>, String> {
+    let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
+    let mut decoded: Vec<Instruction> = Vec::new();
+    while decoder.can_decode() {
+        let pos = decoder.position();
+        let ins = decoder.decode();
+        if ins.is_invalid() {
+            // Assembly functions may end in zero padding.
+            if code[pos..].iter().all(|&b| b == 0) {
+                break;
+            }
+            return Err(format!("cannot decode the instruction at offset {pos:#x}"));
+        }
+        decoded.push(ins);
+    }
+    Ok(decoded)
+}
+
+/// Instructions with BOLT's offsets and kinds, and the entries of each jump table.
+fn lay_out(
+    functions: &Functions,
+    f: &Function,
+    code: &[u8],
+    decoded: &[Instruction],
+) -> (Vec<Insn>, Vec<Vec<u64>>) {
+    let locked = |ins: &Instruction| code.get((ins.ip() - f.address) as usize) == Some(&LOCK);
+    let mut starts: BTreeSet<u64> = BTreeSet::new();
+    for ins in decoded {
+        starts.insert(ins.ip() - f.address);
+        if locked(ins) {
+            starts.insert(ins.ip() - f.address + 1);
+        }
+    }
+    let dispatches: Vec<(usize, Indirect)> = decoded
+        .iter()
+        .enumerate()
+        .filter(|(_, ins)| ins.flow_control() == FlowControl::IndirectBranch)
+        .map(|(i, ins)| (i, indirect::classify(functions, f, &decoded[..i], ins)))
+        .collect();
+    let (table_of, tables) = read_tables(functions, f, &dispatches, &starts);
+    let mut insns = Vec::with_capacity(decoded.len());
+    for (i, ins) in decoded.iter().enumerate() {
+        let mut offset = ins.ip() - f.address;
+        let is_epilogue = matches!(ins.mnemonic(), Mnemonic::Pop | Mnemonic::Leave);
+        if locked(ins) {
+            // LLVM's disassembler returns a leading `lock` as an instruction of its own.
+            insns.push(Insn {
+                offset,
+                kind: Kind::Other,
+                is_epilogue: false,
+            });
+            offset += 1;
+        }
+        let dispatch = match dispatches.iter().find(|(j, _)| *j == i) {
+            Some((_, Indirect::TailCall)) => Dispatch::TailCall,
+            Some((_, Indirect::Table(_))) => table_of
+                .get(&i)
+                .map_or(Dispatch::Unknown, |&t| Dispatch::Table(t)),
+            _ => Dispatch::Unknown,
+        };
+        insns.push(Insn {
+            offset,
+            kind: classify(ins, f, dispatch),
+            is_epilogue,
+        });
+    }
+    (insns, tables)
+}
+
+/// Entries of every recognised table, each bounded by the next table of the function.
+fn read_tables(
+    functions: &Functions,
+    f: &Function,
+    dispatches: &[(usize, Indirect)],
+    starts: &BTreeSet<u64>,
+) -> (BTreeMap<usize, usize>, Vec<Vec<u64>>) {
+    let patterns: Vec<(usize, indirect::Pattern)> = dispatches
+        .iter()
+        .filter_map(|&(i, d)| match d {
+            Indirect::Table(p) => Some((i, p)),
+            _ => None,
+        })
+        .collect();
+    let addresses: BTreeSet<u64> = patterns.iter().map(|(_, p)| p.address).collect();
+    let mut table_of = BTreeMap::new();
+    let mut tables = Vec::new();
+    for (i, p) in patterns {
+        let limit = addresses
+            .range(p.address + 1..)
+            .next()
+            .copied()
+            .unwrap_or(u64::MAX);
+        let entries = indirect::entries(functions, f, p, limit, Some(starts));
+        if !entries.is_empty() {
+            table_of.insert(i, tables.len());
+            tables.push(entries);
+        }
+    }
+    (table_of, tables)
+}
+
+fn classify(ins: &Instruction, f: &Function, dispatch: Dispatch) -> Kind {
+    let internal = |target: u64| f.contains(target).then(|| target - f.address);
+    match ins.flow_control() {
+        FlowControl::ConditionalBranch => Kind::CondBranch(internal(ins.near_branch_target())),
+        FlowControl::UnconditionalBranch if is_near_branch(ins) => {
+            Kind::Jump(internal(ins.near_branch_target()))
+        }
+        FlowControl::UnconditionalBranch => Kind::Jump(None),
+        FlowControl::IndirectBranch => Kind::IndirectJump(dispatch),
+        FlowControl::Return => Kind::Return,
+        FlowControl::Call | FlowControl::IndirectCall => Kind::Call,
+        _ if ins.code() == Code::Ud2 => Kind::Trap,
+        _ => Kind::Other,
+    }
+}
+
+fn is_near_branch(ins: &Instruction) -> bool {
+    matches!(
+        ins.op0_kind(),
+        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+    )
+}
+
+/// Blocks and edges from the instruction list; an error if a branch lands mid-instruction.
+fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, String> {
+    let starts: BTreeSet<u64> = insns.iter().map(|i| i.offset).collect();
+    let mut labels: BTreeSet<u64> = BTreeSet::from([0]);
+    labels.extend(f.secondary_entries.iter().copied());
+    labels.extend(f.landing_pads.iter().copied());
+    for insn in insns {
+        match insn.kind {
+            Kind::CondBranch(Some(t)) | Kind::Jump(Some(t)) => {
+                labels.insert(t);
+            }
+            Kind::IndirectJump(Dispatch::Table(table)) => {
+                labels.extend(tables[table].iter().copied())
+            }
+            _ => {}
+        }
+    }
+    // Entries at the function's end (`__builtin_unreachable`) have no block.
+    labels.retain(|&l| l < f.size);
+    if let Some(l) = labels.iter().find(|l| !starts.contains(l)) {
+        return Err(format!("branch target {l:#x} is inside an instruction"));
+    }
+    let mut blocks: Vec<Block> = Vec::new();
+    // Per block: the kind of its last instruction, and its instructions' range in `insns`.
+    let mut last_kind: Vec<Option<Kind>> = Vec::new();
+    let mut members: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut open = false;
+    for (n, insn) in insns.iter().enumerate() {
+        if labels.contains(&insn.offset) {
+            blocks.push(Block::at(insn.offset));
+            last_kind.push(None);
+            members.push(n..n);
+            open = true;
+        }
+        if !open {
+            let joins_previous = matches!(insn.kind, Kind::Jump(Some(_)))
+                && matches!(last_kind.last(), Some(Some(Kind::CondBranch(Some(_)))));
+            if !joins_previous {
+                blocks.push(Block::at(insn.offset));
+                last_kind.push(None);
+                members.push(n..n);
+            }
+            open = true;
+        }
+        let b = blocks.len() - 1;
+        blocks[b].last = Some(insn.offset);
+        blocks[b].ends_in_call = insn.kind == Kind::Call;
+        last_kind[b] = Some(insn.kind);
+        members[b].end = n + 1;
+        if is_terminator(insn.kind) {
+            open = false;
+        }
+    }
+    check_indirect_jumps(&mut last_kind, &members, insns)?;
+    let index: BTreeMap<u64, usize> = blocks
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.offset, i))
+        .collect();
+    add_edges(&mut blocks, &last_kind, insns, tables, &index);
+    if let Some(first) = blocks.first_mut() {
+        first.is_entry = true;
+    }
+    for b in blocks.iter_mut() {
+        b.is_entry |= f.secondary_entries.contains(&b.offset);
+        b.is_landing_pad = f.landing_pads.binary_search(&b.offset).is_ok();
+    }
+    Ok(Cfg {
+        blocks,
+        size: f.size,
+    })
+}
+
+/// BOLT's `postProcessIndirectBranches`: an unknown indirect jump is accepted as a tail call
+/// in a one-block function or in a block with an epilogue (`pop`/`leave`); anywhere else it
+/// makes the function non-simple.
+fn check_indirect_jumps(
+    last_kind: &mut [Option<Kind>],
+    members: &[std::ops::Range<usize>],
+    insns: &[Insn],
+) -> Result<(), String> {
+    let single_block = members.len() == 1;
+    for (b, range) in members.iter().enumerate() {
+        if last_kind[b] != Some(Kind::IndirectJump(Dispatch::Unknown)) {
+            continue;
+        }
+        if !single_block && !insns[range.clone()].iter().any(|i| i.is_epilogue) {
+            return Err(format!(
+                "unknown indirect jump at {:#x}",
+                insns[range.end - 1].offset
+            ));
+        }
+        last_kind[b] = Some(Kind::IndirectJump(Dispatch::TailCall));
+    }
+    Ok(())
+}
+
+impl Block {
+    fn at(offset: u64) -> Block {
+        Block {
+            offset,
+            ..Block::default()
+        }
+    }
+}
+
+fn is_terminator(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::CondBranch(_) | Kind::Jump(_) | Kind::IndirectJump(_) | Kind::Return | Kind::Trap
+    )
+}
+
+/// Taken edges from every branch in a block, then BOLT's fall-through rule.
+fn add_edges(
+    blocks: &mut [Block],
+    last_kind: &[Option<Kind>],
+    insns: &[Insn],
+    tables: &[Vec<u64>],
+    index: &BTreeMap<u64, usize>,
+) {
+    let block_of = |offset: u64| index.range(..=offset).next_back().map(|(_, &i)| i);
+    for insn in insns {
+        let Some(b) = block_of(insn.offset) else {
+            continue;
+        };
+        let targets: Vec<u64> = match insn.kind {
+            Kind::CondBranch(Some(t)) | Kind::Jump(Some(t)) => vec![t],
+            Kind::IndirectJump(Dispatch::Table(table)) => tables[table].clone(),
+            _ => continue,
+        };
+        for t in targets {
+            if let Some(&to) = index.get(&t) {
+                blocks[b].successors.push(to);
+            }
+        }
+    }
+    for b in 0..blocks.len() {
+        let falls_through = match last_kind[b] {
+            None => true,
+            Some(kind) => match blocks[b].successors.len() {
+                0 => !is_terminator(kind) || kind == Kind::CondBranch(None),
+                1 => matches!(kind, Kind::CondBranch(_)),
+                _ => false,
+            },
+        };
+        if falls_through && b + 1 < blocks.len() {
+            blocks[b].successors.push(b + 1);
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Functions as BOLT discovers them in an ELF file (`RewriteInstance::discoverFileObjects` and
+//! the PLT analysis), for attributing addresses to `name + offset` exactly as perf2bolt does:
+//!
+//! * every `STT_FUNC`/`STT_GNU_IFUNC` symbol of the symbol table defines a function (aliases at
+//!   one address share it; the first symbol in address order names it);
+//! * a local symbol is named `name/N`, `N` counting the local symbols of that name in address
+//!   order (BOLT's `NameResolver::uniquify`), so two `static` helpers become `helper/1` and
+//!   `helper/2`;
+//! * each PLT entry that jumps through a GOT slot with a dynamic relocation is a pseudo function
+//!   `sym@PLT`;
+//! * a function contains addresses up to its "max size": the next function's start or the end of
+//!   its section, so padding after a function belongs to it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl, OpKind, Register};
+use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Function {
+    pub address: u64,
+    /// The symbol's size (what BOLT disassembles); never 0 (a 0-size symbol gets its max size).
+    pub size: u64,
+    /// End of the address range attributed to the function.
+    pub max_end: u64,
+    /// BOLT's `getOneName()`.
+    pub name: String,
+    /// A PLT stub: BOLT accepts traces through it but builds no CFG.
+    pub is_plt: bool,
+    /// Offsets of secondary entry points (other symbols inside the function).
+    pub secondary_entries: Vec<u64>,
+    /// Offsets of the exception landing pads inside the function.
+    pub landing_pads: Vec<u64>,
+    /// A compiler-split function: a `.cold` fragment, or the parent of one.
+    pub split: bool,
+}
+
+impl Function {
+    /// BOLT's `BinaryFunction::containsAddress` without max size.
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.address && addr - self.address < self.size
+    }
+}
+
+/// Sorted, non-overlapping functions of one binary and the bytes of its executable sections.
+pub struct Functions {
+    functions: Vec<Function>,
+    /// (address, bytes) of each allocated section with file data: code to disassemble and
+    /// read-only data holding jump tables.
+    sections: Vec<Section>,
+}
+
+struct Section {
+    address: u64,
+    bytes: Vec<u8>,
+    executable: bool,
+}
+
+/// One x86-64 PLT entry.
+const PLT_ENTRY: u64 = 16;
+
+impl Functions {
+    pub fn from_elf(path: &Path, data: &[u8]) -> Result<Functions> {
+        let bad = |message: String| Error::Binary {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file = object::File::parse(data).map_err(|e| bad(format!("not an ELF file: {e}")))?;
+        if file.architecture() != object::Architecture::X86_64 {
+            return Err(bad(format!(
+                "expected an x86-64 ELF file, found {:?}",
+                file.architecture()
+            )));
+        }
+        if file.symbol_table().is_none() {
+            return Err(bad(
+                "no symbol table (stripped binary?): BOLT needs function symbols".into(),
+            ));
+        }
+        let code: Vec<(u64, u64, String, Vec<u8>)> = file
+            .sections()
+            .filter(|s| s.kind() == SectionKind::Text)
+            .map(|s| {
+                let bytes = s.data().map(<[u8]>::to_vec).unwrap_or_default();
+                (
+                    s.address(),
+                    s.size(),
+                    s.name().unwrap_or("").to_owned(),
+                    bytes,
+                )
+            })
+            .collect();
+        let mut functions = symbol_functions(&file, &code);
+        functions.extend(plt_functions(&file, &code));
+        functions.sort_by_key(|f| f.address);
+        functions.dedup_by_key(|f| f.address);
+        assign_max_ends(&mut functions, &code);
+        let pads = super::eh::landing_pads(&file);
+        for f in functions.iter_mut() {
+            if let Some(addrs) = pads.get(&f.address) {
+                f.landing_pads = addrs
+                    .iter()
+                    .filter(|&&a| f.contains(a))
+                    .map(|&a| a - f.address)
+                    .collect();
+                f.landing_pads.sort_unstable();
+                f.landing_pads.dedup();
+            }
+        }
+        if functions.is_empty() {
+            return Err(bad("no function symbols in executable sections".into()));
+        }
+        let sections = file
+            .sections()
+            .filter(|s| s.address() != 0 && s.kind() != SectionKind::UninitializedData)
+            .filter_map(|s| {
+                Some(Section {
+                    address: s.address(),
+                    bytes: s.data().ok()?.to_vec(),
+                    executable: s.kind() == SectionKind::Text,
+                })
+            })
+            .collect();
+        Ok(Functions {
+            functions,
+            sections,
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Function> {
+        self.functions.iter()
+    }
+
+    /// Index of the function whose max-size range contains `addr` (BOLT's
+    /// `getBinaryFunctionContainingAddress(addr, CheckPastEnd=false, UseMaxSize=true)`).
+    pub fn index_containing(&self, addr: u64) -> Option<usize> {
+        let i = self
+            .functions
+            .partition_point(|f| f.address <= addr)
+            .checked_sub(1)?;
+        (addr < self.functions[i].max_end).then_some(i)
+    }
+
+    pub fn get(&self, index: usize) -> &Function {
+        &self.functions[index]
+    }
+
+    pub fn containing(&self, addr: u64) -> Option<&Function> {
+        self.index_containing(addr).map(|i| &self.functions[i])
+    }
+
+    /// The bytes from `addr` to the end of its section.
+    pub fn data_at(&self, addr: u64) -> Option<&[u8]> {
+        self.section_at(addr).and_then(|s| {
+            let off = usize::try_from(addr - s.address).ok()?;
+            s.bytes.get(off..)
+        })
+    }
+
+    /// Whether `addr` lies in a non-executable section with file contents (where BOLT looks
+    /// for jump tables).
+    pub fn is_data(&self, addr: u64) -> bool {
+        self.section_at(addr).is_some_and(|s| !s.executable)
+    }
+
+    fn section_at(&self, addr: u64) -> Option<&Section> {
+        self.sections
+            .iter()
+            .find(|s| addr >= s.address && addr - s.address < s.bytes.len() as u64)
+    }
+
+    /// The bytes of a function's symbol range (empty if the section has no file data).
+    pub fn function_code(&self, f: &Function) -> &[u8] {
+        let bytes = self.data_at(f.address).unwrap_or(&[]);
+        &bytes[..bytes.len().min(f.size as usize)]
+    }
+}
+
+/// Functions from the symbol table, named as BOLT names them.
+fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> Vec<Function> {
+    let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
+    // BOLT walks the defined, named symbols in address order (stable for ties), uniquifying
+    // every local name on the way.
+    let mut symbols: Vec<_> = file
+        .symbols()
+        .filter(|s| {
+            !s.is_undefined()
+                && !matches!(s.kind(), SymbolKind::File | SymbolKind::Section)
+                && s.name().is_ok_and(|n| !n.is_empty())
+        })
+        .collect();
+    symbols.sort_by_key(|s| s.address());
+    let parents: std::collections::HashSet<&str> = symbols
+        .iter()
+        .filter_map(|s| fragment_parent(s.name().ok()?))
+        .collect();
+    let mut local_counts: HashMap<String, u32> = HashMap::new();
+    let mut functions: Vec<Function> = Vec::new();
+    for sym in symbols {
+        let name = sym.name().unwrap_or_default();
+        let unique = if sym.is_global() || sym.is_weak() {
+            name.to_owned()
+        } else {
+            let n = local_counts.entry(name.to_owned()).or_default();
+            *n += 1;
+            format!("{name}/{n}")
+        };
+        if sym.kind() != SymbolKind::Text || !in_code(sym.address()) {
+            continue;
+        }
+        let split = fragment_parent(name).is_some() || parents.contains(name);
+        match functions.last_mut() {
+            Some(f) if f.address == sym.address() => {
+                f.size = f.size.max(sym.size());
+                f.split |= split;
+            }
+            _ => functions.push(Function {
+                address: sym.address(),
+                size: sym.size(),
+                max_end: 0,
+                name: unique,
+                is_plt: false,
+                secondary_entries: Vec::new(),
+                landing_pads: Vec::new(),
+                split,
+            }),
+        }
+    }
+    functions
+}
+
+/// The parent's name if `name` is a compiler-made cold fragment (`foo.cold`, `foo.cold.1`).
+fn fragment_parent(name: &str) -> Option<&str> {
+    let (parent, suffix) = name.rsplit_once(".cold")?;
+    let numbered = suffix
+        .strip_prefix('.')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (suffix.is_empty() || numbered).then_some(parent)
+}
+
+/// `sym@PLT` pseudo functions: each PLT entry whose indirect jump reads a GOT slot that a
+/// dynamic relocation binds to a symbol.
+fn plt_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> Vec<Function> {
+    let mut got_names: HashMap<u64, String> = HashMap::new();
+    let dynsyms: Vec<String> = file
+        .dynamic_symbols()
+        .map(|s| s.name().unwrap_or_default().to_owned())
+        .collect();
+    if let Some(relocs) = file.dynamic_relocations() {
+        for (slot, reloc) in relocs {
+            if let RelocationTarget::Symbol(idx) = reloc.target() {
+                // Dynamic symbol indices count the null symbol at 0.
+                if let Some(name) = idx.0.checked_sub(1).and_then(|i| dynsyms.get(i)) {
+                    if !name.is_empty() {
+                        got_names.insert(slot, name.clone());
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (start, size, name, bytes) in code {
+        let first = match name.as_str() {
+            ".plt" => PLT_ENTRY, // PLT0 is the lazy-binding trampoline, not a stub.
+            ".plt.sec" | ".plt.got" => 0,
+            _ => continue,
+        };
+        let entry = if name == ".plt.got" && size % PLT_ENTRY != 0 {
+            8
+        } else {
+            PLT_ENTRY
+        };
+        let mut off = first;
+        while off + entry <= *size {
+            let addr = start + off;
+            let stub = bytes
+                .get(off as usize..(off + entry) as usize)
+                .unwrap_or(&[]);
+            if let Some(target) = got_slot(stub, addr).and_then(|slot| got_names.get(&slot)) {
+                out.push(Function {
+                    address: addr,
+                    size: entry,
+                    max_end: 0,
+                    name: format!("{target}@PLT"),
+                    is_plt: true,
+                    secondary_entries: Vec::new(),
+                    landing_pads: Vec::new(),
+                    split: false,
+                });
+            }
+            off += entry;
+        }
+    }
+    out
+}
+
+/// The GOT slot read by the first `jmp *disp(%rip)` of a PLT stub.
+fn got_slot(stub: &[u8], addr: u64) -> Option<u64> {
+    let mut decoder = Decoder::with_ip(64, stub, addr, DecoderOptions::NONE);
+    while decoder.can_decode() {
+        let ins = decoder.decode();
+        if ins.is_invalid() {
+            return None;
+        }
+        if ins.flow_control() == FlowControl::IndirectBranch
+            && ins.op0_kind() == OpKind::Memory
+            && ins.memory_base() == Register::RIP
+        {
+            return Some(ins.memory_displacement64());
+        }
+    }
+    None
+}
+
+/// Max size: up to the next function or the end of the section; a 0-size symbol takes it all.
+fn assign_max_ends(functions: &mut [Function], code: &[(u64, u64, String, Vec<u8>)]) {
+    let starts: Vec<u64> = functions.iter().map(|f| f.address).collect();
+    for (i, f) in functions.iter_mut().enumerate() {
+        let section_end = code
+            .iter()
+            .find(|(s, n, _, _)| f.address >= *s && f.address < s + n)
+            .map_or(f.address + f.size, |(s, n, _, _)| s + n);
+        let next = starts.get(i + 1).copied().unwrap_or(u64::MAX);
+        f.max_end = next.min(section_end).max(f.address + 1);
+        if f.size == 0 || f.address + f.size > f.max_end {
+            f.size = f.max_end - f.address;
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! perf2bolt's symbolization: traces and basic samples of one binary, in the binary's address
+//! space, become fdata records (`function + offset` pairs), with the fall-through edges that
+//! BOLT derives from its CFG. LLVM 22 semantics (`DataAggregator::processBranchEvents`):
+//!
+//! * for each trace `(branch, from, to)`: unless the instruction at `branch` is a return, the
+//!   branch `branch → from` is recorded (ends outside every function become `[unknown] 0`;
+//!   within one function it is an intra-function branch unless it lands on offset 0);
+//! * unless `to` is the branch-only marker, the fall-through `from → to` is walked block by
+//!   block in the function's CFG, each step recorded as an edge from the block's last
+//!   instruction to the next block; a trace entered from outside the function at a call's
+//!   continuation starts at the call's block (BOLT's call-continuation rule).
+
+pub mod cfg;
+pub mod eh;
+pub mod functions;
+pub mod indirect;
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use formats::bolt::fdata::{FdataWriter, Location};
+use formats::bolt::preagg::BR_ONLY;
+use iced_x86::{Decoder, DecoderOptions, FlowControl};
+use rayon::prelude::*;
+
+use crate::aggregate::BinaryProfile;
+use cfg::{Body, Cfg};
+use functions::Functions;
+
+/// A location in fdata terms: a function (by index) and offset, or an unknown address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Loc {
+    func: Option<u32>,
+    offset: u64,
+}
+
+impl Loc {
+    const UNKNOWN: Loc = Loc {
+        func: None,
+        offset: 0,
+    };
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Branch {
+    mispreds: u64,
+    count: u64,
+}
+
+/// Diagnostics perf2bolt prints, counted the same way.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TraceStats {
+    pub traces: u64,
+    /// Fall-through ranges that do not match the disassembled code.
+    pub invalid: u64,
+    /// Fall-through ranges with an end outside every function.
+    pub out_of_range: u64,
+}
+
+/// One binary's symbolized profile.
+pub struct Fdata<'f> {
+    functions: &'f Functions,
+    branches: HashMap<(Loc, Loc), Branch>,
+    samples: HashMap<(u32, u64), u64>,
+    /// `Some(events)` for a basic (`no_lbr`) profile.
+    basic_events: Option<Vec<String>>,
+    pub stats: TraceStats,
+    /// Basic samples outside every function.
+    pub out_of_range_samples: u64,
+}
+
+/// Symbolizes a profile; the functions its traces touch are disassembled in parallel.
+pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: bool) -> Fdata<'f> {
+    let mut fdata = Fdata {
+        functions,
+        branches: HashMap::new(),
+        samples: HashMap::new(),
+        basic_events: basic.then(|| profile.events.clone()),
+        stats: TraceStats::default(),
+        out_of_range_samples: 0,
+    };
+    if basic {
+        fdata.add_samples(&profile.ips);
+    } else {
+        let bodies = analyse_touched(profile, functions);
+        let mut returns: HashMap<u64, bool> = HashMap::new();
+        for &((branch, from, to), c) in &profile.traces {
+            let is_return = *returns
+                .entry(branch)
+                .or_insert_with(|| is_return_at(functions, branch));
+            if !is_return {
+                fdata.add_branch(branch, from, c.taken, c.mispred);
+            }
+            if to != BR_ONLY {
+                fdata.add_trace(&bodies, (branch, from, to), c.taken, is_return);
+            }
+        }
+    }
+    fdata
+}
+
+/// CFGs of every function holding the start of a fall-through range.
+fn analyse_touched(profile: &BinaryProfile, functions: &Functions) -> HashMap<u32, Body> {
+    let mut touched: Vec<u32> = profile
+        .traces
+        .iter()
+        .filter(|((_, _, to), _)| *to != BR_ONLY)
+        .filter_map(|((_, from, _), _)| functions.index_containing(*from))
+        .map(|i| i as u32)
+        .collect();
+    touched.sort_unstable();
+    touched.dedup();
+    touched
+        .into_par_iter()
+        .map(|i| (i, cfg::analyse(functions, functions.get(i as usize))))
+        .collect()
+}
+
+/// perf2bolt's `checkReturn`: is the instruction at `addr` (inside a function) a return?
+fn is_return_at(functions: &Functions, addr: u64) -> bool {
+    if functions.containing(addr).is_none() {
+        return false;
+    }
+    let Some(bytes) = functions.data_at(addr) else {
+        return false;
+    };
+    let ins = Decoder::with_ip(
+        64,
+        &bytes[..bytes.len().min(15)],
+        addr,
+        DecoderOptions::NONE,
+    )
+    .decode();
+    !ins.is_invalid() && ins.flow_control() == FlowControl::Return
+}
+
+impl Fdata<'_> {
+    /// `doBranch`.
+    fn add_branch(&mut self, from: u64, to: u64, count: u64, mispreds: u64) {
+        let from = self.locate(from);
+        let to = self.locate(to);
+        if from.func.is_none() && to.func.is_none() {
+            return;
+        }
+        // Inter-function transfers (and recursive calls to offset 0) are recorded twice by
+        // BOLT, as a call of the source and an entry of the target; fdata prints the entry
+        // only when its source is unknown, which is exactly this one key.
+        let b = self.branches.entry((from, to)).or_default();
+        b.count += count;
+        b.mispreds += mispreds;
+    }
+
+    /// An address as `function + offset`, or `[unknown] 0`.
+    fn locate(&self, addr: u64) -> Loc {
+        match self.functions.index_containing(addr) {
+            Some(i) => Loc {
+                func: Some(i as u32),
+                offset: addr - self.functions.get(i).address,
+            },
+            None => Loc::UNKNOWN,
+        }
+    }
+
+    /// `doTrace`.
+    fn add_trace(
+        &mut self,
+        bodies: &HashMap<u32, Body>,
+        (branch, from, to): (u64, u64, u64),
+        count: u64,
+        is_return: bool,
+    ) {
+        self.stats.traces += count;
+        let (Some(f), Some(g)) = (
+            self.functions.index_containing(from),
+            self.functions.index_containing(to),
+        ) else {
+            self.stats.out_of_range += count;
+            return;
+        };
+        if f != g {
+            self.stats.invalid += count;
+            return;
+        }
+        let func = self.functions.get(f);
+        let base = func.address;
+        let steps = match bodies.get(&(f as u32)) {
+            Some(Body::Pseudo) if from <= to => Some(Vec::new()),
+            Some(Body::Cfg(cfg)) => fall_throughs(
+                cfg,
+                func.contains(branch),
+                from - base,
+                to.wrapping_sub(base),
+                is_return,
+            ),
+            _ => None,
+        };
+        let Some(steps) = steps else {
+            self.stats.invalid += count;
+            return;
+        };
+        for (a, b) in steps {
+            let key = (
+                Loc {
+                    func: Some(f as u32),
+                    offset: a,
+                },
+                Loc {
+                    func: Some(f as u32),
+                    offset: b,
+                },
+            );
+            self.branches.entry(key).or_default().count += count;
+        }
+    }
+
+    fn add_samples(&mut self, ips: &[(u64, u64)]) {
+        for &(pc, hits) in ips {
+            if pc == 0 {
+                continue;
+            }
+            match self.functions.index_containing(pc) {
+                Some(i) => {
+                    let offset = pc - self.functions.get(i).address;
+                    *self.samples.entry((i as u32, offset)).or_default() += hits;
+                }
+                None => self.out_of_range_samples += hits,
+            }
+        }
+    }
+
+    /// Number of lines `write` produces.
+    pub fn len(&self) -> usize {
+        if self.basic_events.is_some() {
+            self.samples.len()
+        } else {
+            self.branches.len()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Writes fdata in perf2bolt's order: functions by name; in each, its branches sorted by
+    /// (source, target), then the entries from unknown sources.
+    pub fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut w = FdataWriter::new(out);
+        if let Some(events) = &self.basic_events {
+            w.no_lbr(events)?;
+            let mut samples: Vec<_> = self.samples.iter().collect();
+            samples.sort_by_key(|&(&(f, off), _)| (self.name(Some(f)), off));
+            for (&(f, off), &hits) in samples {
+                w.sample(&Location::symbol(self.name(Some(f)), off), hits as i64)?;
+            }
+            return Ok(());
+        }
+        let mut lines: Vec<_> = self.branches.iter().collect();
+        lines.sort_by_cached_key(|&(&(from, to), _)| {
+            let owner = from.func.or(to.func);
+            (
+                self.name(owner),
+                from.func.is_none(),
+                self.sort_key(from),
+                self.sort_key(to),
+            )
+        });
+        for (&(from, to), b) in lines {
+            w.branch(
+                &self.location(from),
+                &self.location(to),
+                b.mispreds as i64,
+                b.count as i64,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn name(&self, func: Option<u32>) -> &str {
+        func.map_or("", |f| self.functions.get(f as usize).name.as_str())
+    }
+
+    fn location(&self, loc: Loc) -> Location<'_> {
+        match loc.func {
+            Some(f) => Location::symbol(self.name(Some(f)), loc.offset),
+            None => Location::unknown(loc.offset),
+        }
+    }
+
+    /// BOLT's `Location::operator<`: unknown before symbols, then name, then offset.
+    fn sort_key(&self, loc: Loc) -> (bool, &str, u64) {
+        (loc.func.is_some(), self.name(loc.func), loc.offset)
+    }
+}
+
+/// `getFallthroughsInTrace`: the (last instruction, next block) edges from the block of `from`
+/// to the block of `to`, or `None` if the range does not follow the CFG.
+fn fall_throughs(
+    cfg: &Cfg,
+    branch_inside: bool,
+    from: u64,
+    to: u64,
+    is_return: bool,
+) -> Option<Vec<(u64, u64)>> {
+    if from > to {
+        return None;
+    }
+    let mut b = cfg.block_containing(from)?;
+    let end = cfg.block_containing(to)?;
+    let block = &cfg.blocks[b];
+    let entered_at_start = !branch_inside && from == block.offset;
+    let may_be_continuation = if is_return {
+        from != 0
+    } else {
+        !(block.is_entry || block.is_landing_pad)
+    };
+    if entered_at_start && may_be_continuation && b > 0 {
+        let prev = &cfg.blocks[b - 1];
+        if prev.successors.contains(&b) && prev.ends_in_call {
+            b -= 1;
+        }
+    }
+    let mut steps = Vec::new();
+    while b != end {
+        let next = b + 1;
+        if next >= cfg.blocks.len() || !cfg.blocks[b].successors.contains(&next) {
+            return None;
+        }
+        let block = &cfg.blocks[b];
+        steps.push((block.last.unwrap_or(block.offset), cfg.blocks[next].offset));
+        b = next;
+    }
+    Some(steps)
+}
