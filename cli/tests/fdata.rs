@@ -228,3 +228,55 @@ fn mmap_only_capture_gets_fdata() {
         lines.len()
     );
 }
+
+/// Through a link named `perf2bolt`, with LLVM's option spelling: on the capture, and with
+/// `--pa` on our pre-aggregated output in both dialects, as LLVM 22 perf2bolt reads them.
+#[test]
+fn perf2bolt_drop_in_matches_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sources(d);
+    // Fixed addresses: LLVM 19's mapping rules (preagg-legacy) map nothing in a PIE.
+    let bin = build(
+        d,
+        "gcc",
+        "drop-in",
+        &["a.c", "b.c"],
+        &["-fno-pie", "-no-pie"],
+    );
+    let capture = d.join("drop-in.data");
+    generate_capture(&capture, &[&bin], 2, 2000, false, 13);
+    let link = d.join("perf2bolt");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_profmill"), &link).unwrap();
+    let ours = |input: &Path, extra: &[&str], out: &str| {
+        let path = d.join(out);
+        run_ok(
+            Command::new(&link)
+                .arg(&bin)
+                .arg(format!("--p={}", input.display()))
+                .args(["-o", path.to_str().unwrap()])
+                .args(extra),
+        );
+        sorted_lines(&std::fs::read(&path).unwrap())
+    };
+    let reference = perf2bolt_fdata(PERF2BOLT_22, &bin, &capture, &[], &d.join("ref.fdata"));
+    assert!(reference.len() > 20, "perf mode: {} lines", reference.len());
+    assert_same_lines(&ours(&capture, &[], "a.fdata"), &reference, "perf mode");
+    for format in ["preagg", "preagg-legacy"] {
+        let preagg = d.join(format!("drop-in.{format}"));
+        profmill_preagg(&capture, &bin, format, &preagg);
+        let reference = perf2bolt_fdata(
+            PERF2BOLT_22,
+            &bin,
+            &preagg,
+            &["--pa"],
+            &d.join(format!("ref-{format}.fdata")),
+        );
+        assert!(reference.len() > 20, "{format}: {} lines", reference.len());
+        let fdata = ours(&preagg, &["-pa"], &format!("ours-{format}.fdata"));
+        assert_same_lines(&fdata, &reference, format);
+    }
+}

@@ -254,6 +254,8 @@ pub struct BinaryProfile {
     /// Event names (as `perf script` prints them, with the trailing colon) and address counts.
     pub events: Vec<String>,
     pub ips: Vec<(u64, u64)>,
+    /// Branch addresses known to be returns (pre-aggregated `R` records).
+    pub returns: Vec<u64>,
     pub samples: u64,
     pub pids: usize,
 }

@@ -24,6 +24,12 @@ use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use rayon::prelude::*;
 
 use crate::aggregate::BinaryProfile;
+
+/// BOLT's trace sentinels: a fall-through with no known branch (`F`), entered from outside the
+/// function (`f`), or after a return from outside (`r`). `FT_ONLY` equals `BR_ONLY`.
+pub const FT_ONLY: u64 = u64::MAX;
+pub const FT_EXTERNAL_ORIGIN: u64 = u64::MAX - 1;
+pub const FT_EXTERNAL_RETURN: u64 = u64::MAX - 2;
 use cfg::{Body, Cfg};
 use functions::Functions;
 
@@ -83,12 +89,15 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
         fdata.add_samples(&profile.ips);
     } else {
         let bodies = analyse_touched(profile, functions);
-        let mut returns: HashMap<u64, bool> = HashMap::new();
+        let mut returns: HashMap<u64, bool> = HashMap::from([(FT_EXTERNAL_RETURN, true)]);
+        for &branch in &profile.returns {
+            returns.insert(branch, true);
+        }
         for &((branch, from, to), c) in &profile.traces {
             let is_return = *returns
                 .entry(branch)
                 .or_insert_with(|| is_return_at(functions, branch));
-            if !is_return {
+            if !is_return && branch != FT_ONLY && branch != FT_EXTERNAL_ORIGIN {
                 fdata.add_branch(branch, from, c.taken, c.mispred);
             }
             if to != BR_ONLY {
@@ -187,7 +196,7 @@ impl Fdata<'_> {
             Some(Body::Pseudo) if from <= to => Some(Vec::new()),
             Some(Body::Cfg(cfg)) => fall_throughs(
                 cfg,
-                func.contains(branch),
+                branch == FT_ONLY || func.contains(branch),
                 from - base,
                 to.wrapping_sub(base),
                 is_return,
@@ -330,4 +339,81 @@ fn fall_throughs(
         b = next;
     }
     Some(steps)
+}
+
+/// A pre-aggregated file (`perf2bolt --pa` input) as a profile, with LLVM 22's meaning of each
+/// record: `B` is a branch-only trace, `F`/`f`/`r` fall-throughs with the matching sentinel
+/// branch, `R` a trace whose branch is a return, `S`/`E` basic samples and event names.
+pub fn profile_from_preagg(
+    data: &[u8],
+) -> Result<BinaryProfile, formats::bolt::preagg::ParseError> {
+    use crate::table::Counts;
+    use formats::bolt::preagg::{parse, Record};
+    let mut traces: HashMap<(u64, u64, u64), Counts> = HashMap::new();
+    let mut ips: HashMap<u64, u64> = HashMap::new();
+    let mut profile = BinaryProfile::default();
+    let mut add = |key: (u64, u64, u64), count: i64, mispreds: i64| {
+        let c = traces.entry(key).or_default();
+        c.taken = c.taken.wrapping_add(count as u64);
+        c.mispred = c.mispred.wrapping_add(mispreds as u64);
+    };
+    for record in parse(data) {
+        match record? {
+            Record::Event(name) => {
+                if !profile.events.iter().any(|e| e == name) {
+                    profile.events.push(name.to_owned());
+                }
+            }
+            Record::Sample { addr, count } => {
+                let n = ips.entry(addr).or_default();
+                *n = n.wrapping_add(count as u64);
+            }
+            Record::Trace {
+                branch,
+                from,
+                to,
+                count,
+            } => add((branch, from, to), count, 0),
+            Record::Return {
+                branch,
+                from,
+                to,
+                count,
+            } => {
+                let branch = if branch == 0 {
+                    FT_EXTERNAL_RETURN
+                } else {
+                    profile.returns.push(branch);
+                    branch
+                };
+                add((branch, from, to), count, 0)
+            }
+            Record::Branch {
+                from,
+                to,
+                count,
+                mispreds,
+            } => add((from, to, BR_ONLY), count, mispreds),
+            Record::FallThrough {
+                origin,
+                from,
+                to,
+                count,
+            } => {
+                let branch = match origin {
+                    b'F' => FT_ONLY,
+                    b'f' => FT_EXTERNAL_ORIGIN,
+                    _ => FT_EXTERNAL_RETURN,
+                };
+                add((branch, from, to), count, 0)
+            }
+        }
+    }
+    profile.traces = traces.into_iter().collect();
+    profile.traces.sort_unstable_by_key(|&(k, _)| k);
+    profile.ips = ips.into_iter().collect();
+    profile.ips.sort_unstable();
+    profile.returns.sort_unstable();
+    profile.returns.dedup();
+    Ok(profile)
 }

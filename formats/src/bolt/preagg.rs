@@ -102,6 +102,214 @@ pub fn format_hex(mut v: u64, buf: &mut [u8; 16]) -> &[u8] {
     }
 }
 
+/// One pre-aggregated record (LLVM 22 grammar). Counts are signed, as LLVM parses them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record<'a> {
+    /// `E <event>`.
+    Event(&'a str),
+    /// `S <addr> <count>`.
+    Sample { addr: u64, count: i64 },
+    /// `T <branch> <ft_start> <ft_end> <count>`.
+    Trace {
+        branch: u64,
+        from: u64,
+        to: u64,
+        count: i64,
+    },
+    /// `R <return> <ft_start> <ft_end> <count>`: a trace whose branch is a return.
+    Return {
+        branch: u64,
+        from: u64,
+        to: u64,
+        count: i64,
+    },
+    /// `B <from> <to> <count> <mispreds>`.
+    Branch {
+        from: u64,
+        to: u64,
+        count: i64,
+        mispreds: i64,
+    },
+    /// `F` (`origin` 'F'), `f` (external origin) or `r` (after an external return).
+    FallThrough {
+        origin: u8,
+        from: u64,
+        to: u64,
+        count: i64,
+    },
+}
+
+/// A syntax error: where, and what was expected there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line and column.
+    pub line: usize,
+    pub column: usize,
+    /// Byte offset in the input.
+    pub offset: usize,
+    pub expected: &'static str,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, column {} (byte offset {}): expected {}",
+            self.line, self.column, self.offset, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Parses every line; fields are separated by runs of spaces (tabs are not separators, as in
+/// LLVM), locations are `[<build-id>:]<hex>` without `0x` (the build-id is not interpreted,
+/// as in LLVM 22), counts are decimal.
+pub fn parse(data: &[u8]) -> impl Iterator<Item = Result<Record<'_>, ParseError>> + '_ {
+    let mut offset = 0usize;
+    let mut line_no = 0usize;
+    std::iter::from_fn(move || {
+        if offset >= data.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &data[offset..]).map_or(data.len(), |i| offset + i);
+        let line = &data[offset..end];
+        let start = offset;
+        offset = end + 1;
+        line_no += 1;
+        Some(parse_line(line, start, line_no))
+    })
+}
+
+fn parse_line(line: &[u8], start: usize, line_no: usize) -> Result<Record<'_>, ParseError> {
+    let mut fields = Fields {
+        line,
+        pos: 0,
+        start,
+        line_no,
+    };
+    let kind = fields.token("a record type (T, R, S, E, B, F, f or r)")?;
+    let record = match kind {
+        b"E" => Record::Event(
+            std::str::from_utf8(fields.token("an event name")?)
+                .map_err(|_| fields.error("a UTF-8 event name"))?,
+        ),
+        b"S" => Record::Sample {
+            addr: fields.location()?,
+            count: fields.count()?,
+        },
+        b"T" | b"R" => {
+            let (branch, from, to) = (fields.location()?, fields.location()?, fields.location()?);
+            let count = fields.count()?;
+            if kind == b"T" {
+                Record::Trace {
+                    branch,
+                    from,
+                    to,
+                    count,
+                }
+            } else {
+                Record::Return {
+                    branch,
+                    from,
+                    to,
+                    count,
+                }
+            }
+        }
+        b"B" => Record::Branch {
+            from: fields.location()?,
+            to: fields.location()?,
+            count: fields.count()?,
+            mispreds: fields.count()?,
+        },
+        b"F" | b"f" | b"r" => Record::FallThrough {
+            origin: kind[0],
+            from: fields.location()?,
+            to: fields.location()?,
+            count: fields.count()?,
+        },
+        _ => return Err(fields.error_at(0, "a record type (T, R, S, E, B, F, f or r)")),
+    };
+    fields.end()?;
+    Ok(record)
+}
+
+struct Fields<'a> {
+    line: &'a [u8],
+    pos: usize,
+    start: usize,
+    line_no: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn skip_spaces(&mut self) {
+        while self.line.get(self.pos) == Some(&b' ') {
+            self.pos += 1;
+        }
+    }
+
+    fn token(&mut self, what: &'static str) -> Result<&'a [u8], ParseError> {
+        self.skip_spaces();
+        let begin = self.pos;
+        while self.pos < self.line.len() && self.line[self.pos] != b' ' {
+            self.pos += 1;
+        }
+        if begin == self.pos {
+            return Err(self.error(what));
+        }
+        Ok(&self.line[begin..self.pos])
+    }
+
+    fn location(&mut self) -> Result<u64, ParseError> {
+        self.skip_spaces();
+        let at = self.pos;
+        let token = self.token("a hexadecimal location")?;
+        let hex = match memchr::memrchr(b':', token) {
+            Some(i) => &token[i + 1..],
+            None => token,
+        };
+        std::str::from_utf8(hex)
+            .ok()
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .filter(|_| !hex.starts_with(b"+") && !hex.starts_with(b"-"))
+            .ok_or_else(|| self.error_at(at, "a hexadecimal location ([<id>:]<hex>, no 0x)"))
+    }
+
+    fn count(&mut self) -> Result<i64, ParseError> {
+        self.skip_spaces();
+        let at = self.pos;
+        let token = self.token("a decimal count")?;
+        std::str::from_utf8(token)
+            .ok()
+            .filter(|t| !t.starts_with('+'))
+            .and_then(|t| t.parse::<i64>().ok())
+            .ok_or_else(|| self.error_at(at, "a decimal count"))
+    }
+
+    fn end(&mut self) -> Result<(), ParseError> {
+        self.skip_spaces();
+        if self.pos == self.line.len() {
+            Ok(())
+        } else {
+            Err(self.error("the end of the line"))
+        }
+    }
+
+    fn error(&self, expected: &'static str) -> ParseError {
+        self.error_at(self.pos, expected)
+    }
+
+    fn error_at(&self, pos: usize, expected: &'static str) -> ParseError {
+        ParseError {
+            line: self.line_no,
+            column: pos + 1,
+            offset: self.start + pos,
+            expected,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +320,58 @@ mod tests {
             let mut buf = [0u8; 16];
             assert_eq!(format_hex(v, &mut buf), format!("{v:x}").as_bytes());
         }
+    }
+
+    #[test]
+    fn written_records_parse_back() {
+        let mut w = PreaggWriter::new(Vec::new());
+        w.event("cycles:u:").unwrap();
+        w.sample(0x401000, 7).unwrap();
+        w.trace(0x401a, 0x4020, BR_ONLY, 3).unwrap();
+        w.branch(0x401a, 0x4020, 0, 2).unwrap();
+        w.fall_through(true, 0x10, 0x20, 5).unwrap();
+        let text = w.into_inner();
+        let records: Vec<Record> = parse(&text).collect::<Result<_, _>>().unwrap();
+        assert_eq!(
+            records,
+            vec![
+                Record::Event("cycles:u:"),
+                Record::Sample {
+                    addr: 0x401000,
+                    count: 7
+                },
+                Record::Trace {
+                    branch: 0x401a,
+                    from: 0x4020,
+                    to: BR_ONLY,
+                    count: 3
+                },
+                Record::Branch {
+                    from: 0x401a,
+                    to: 0x4020,
+                    count: 0,
+                    mispreds: 2
+                },
+                Record::FallThrough {
+                    origin: b'f',
+                    from: 0x10,
+                    to: 0x20,
+                    count: 5
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let text = b"B 10 20 1 0\nB 10 0x20 1 0\n";
+        let err = parse(text).nth(1).unwrap().unwrap_err();
+        assert_eq!((err.line, err.column, err.offset), (2, 6, 17));
+        let err = parse(b"X 1 2\n").next().unwrap().unwrap_err();
+        assert_eq!(err.column, 1);
+        let err = parse(b"F 1 2 3 4\n").next().unwrap().unwrap_err();
+        assert_eq!(err.expected, "the end of the line");
+        assert!(parse(b"S deadbeef:10 4\n").next().unwrap().is_ok());
     }
 
     #[test]
