@@ -95,22 +95,67 @@ struct Insn {
 
 /// Builds the body of `f` as BOLT would.
 pub fn analyse(functions: &Functions, f: &Function) -> Body {
+    match disassemble(functions, f) {
+        Ok(d) => finish(functions, f, d, &BTreeSet::new()),
+        Err(body) => body,
+    }
+}
+
+/// A function decoded, with its indirect jumps classified: the first of two phases, so that
+/// jump tables can be bounded by the tables of every function analysed (BOLT bounds each table
+/// by the next one it knows of in the whole binary).
+pub struct Disassembled {
+    decoded: Vec<Instruction>,
+    dispatches: Vec<(usize, Indirect)>,
+}
+
+impl Disassembled {
+    /// Start addresses of the jump tables this function dispatches through.
+    pub fn table_addresses(&self) -> impl Iterator<Item = u64> + '_ {
+        self.dispatches.iter().filter_map(|(_, d)| match d {
+            Indirect::Table(p) => Some(p.address),
+            _ => None,
+        })
+    }
+}
+
+/// Phase one; `Err` is the final body of functions BOLT gives no CFG.
+pub fn disassemble(functions: &Functions, f: &Function) -> Result<Disassembled, Body> {
     if f.is_plt {
-        return Body::Pseudo;
+        return Err(Body::Pseudo);
     }
     if f.split {
         // BOLT does not build CFGs for split functions in non-relocation mode.
-        return Body::NoCfg("split into fragments (.cold)".into());
+        return Err(Body::NoCfg("split into fragments (.cold)".into()));
     }
     let code = functions.function_code(f);
     if (code.len() as u64) < f.size {
-        return Body::NoCfg("no file data".into());
+        return Err(Body::NoCfg("no file data".into()));
     }
-    let result = decode(f, code).and_then(|decoded| {
-        let (insns, tables) = lay_out(functions, f, code, &decoded);
-        build(f, &insns, &tables)
-    });
-    match result {
+    let decoded = decode(f, code).map_err(Body::NoCfg)?;
+    let dispatches = decoded
+        .iter()
+        .enumerate()
+        .filter(|(_, ins)| ins.flow_control() == FlowControl::IndirectBranch)
+        .map(|(i, ins)| (i, indirect::classify(functions, f, &decoded[..i], ins)))
+        .collect();
+    Ok(Disassembled {
+        decoded,
+        dispatches,
+    })
+}
+
+/// Phase two: blocks and edges, each jump table bounded by the next of `known_tables` (and of
+/// the function's own tables).
+pub fn finish(
+    functions: &Functions,
+    f: &Function,
+    d: Disassembled,
+    known_tables: &BTreeSet<u64>,
+) -> Body {
+    let code = functions.function_code(f);
+    let (insns, tables) = lay_out(functions, f, code, &d, known_tables);
+    match build(f, &insns, &tables) {
         Ok(cfg) => Body::Cfg(cfg),
         Err(why) => Body::NoCfg(why),
     }
@@ -142,8 +187,10 @@ fn lay_out(
     functions: &Functions,
     f: &Function,
     code: &[u8],
-    decoded: &[Instruction],
+    d: &Disassembled,
+    known_tables: &BTreeSet<u64>,
 ) -> (Vec<Insn>, Vec<Vec<u64>>) {
+    let (decoded, dispatches) = (&d.decoded, &d.dispatches);
     let locked = |ins: &Instruction| code.get((ins.ip() - f.address) as usize) == Some(&LOCK);
     let mut starts: BTreeSet<u64> = BTreeSet::new();
     for ins in decoded {
@@ -152,13 +199,7 @@ fn lay_out(
             starts.insert(ins.ip() - f.address + 1);
         }
     }
-    let dispatches: Vec<(usize, Indirect)> = decoded
-        .iter()
-        .enumerate()
-        .filter(|(_, ins)| ins.flow_control() == FlowControl::IndirectBranch)
-        .map(|(i, ins)| (i, indirect::classify(functions, f, &decoded[..i], ins)))
-        .collect();
-    let (table_of, tables) = read_tables(functions, f, &dispatches, &starts);
+    let (table_of, tables) = read_tables(functions, f, dispatches, &starts, known_tables);
     let mut insns = Vec::with_capacity(decoded.len());
     for (i, ins) in decoded.iter().enumerate() {
         let mut offset = ins.ip() - f.address;
@@ -194,6 +235,7 @@ fn read_tables(
     f: &Function,
     dispatches: &[(usize, Indirect)],
     starts: &BTreeSet<u64>,
+    known_tables: &BTreeSet<u64>,
 ) -> (BTreeMap<usize, usize>, Vec<Vec<u64>>) {
     let patterns: Vec<(usize, indirect::Pattern)> = dispatches
         .iter()
@@ -202,7 +244,8 @@ fn read_tables(
             _ => None,
         })
         .collect();
-    let addresses: BTreeSet<u64> = patterns.iter().map(|(_, p)| p.address).collect();
+    let mut addresses: BTreeSet<u64> = patterns.iter().map(|(_, p)| p.address).collect();
+    addresses.extend(known_tables.iter().copied());
     let mut table_of = BTreeMap::new();
     let mut tables = Vec::new();
     for (i, p) in patterns {

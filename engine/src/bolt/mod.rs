@@ -119,9 +119,24 @@ fn analyse_touched(profile: &BinaryProfile, functions: &Functions) -> HashMap<u3
         .collect();
     touched.sort_unstable();
     touched.dedup();
-    touched
+    let phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = touched
         .into_par_iter()
-        .map(|i| (i, cfg::analyse(functions, functions.get(i as usize))))
+        .map(|i| (i, cfg::disassemble(functions, functions.get(i as usize))))
+        .collect();
+    let tables: std::collections::BTreeSet<u64> = phase_one
+        .iter()
+        .filter_map(|(_, d)| d.as_ref().ok())
+        .flat_map(|d| d.table_addresses())
+        .collect();
+    phase_one
+        .into_par_iter()
+        .map(|(i, d)| {
+            let body = match d {
+                Ok(d) => cfg::finish(functions, functions.get(i as usize), d, &tables),
+                Err(body) => body,
+            };
+            (i, body)
+        })
         .collect()
 }
 
