@@ -5,6 +5,7 @@ pub mod aggregate;
 pub mod binary;
 pub mod capture;
 pub mod error;
+pub mod fdata_merge;
 pub mod functions;
 pub mod mapping;
 pub mod output;

@@ -114,6 +114,7 @@ impl<'a> Events<'a> {
 
 /// Reads the headers on creation, then yields one entry per data line. After an error it
 /// yields nothing more.
+#[derive(Clone, Debug)]
 pub struct FdataReader<'a> {
     data: &'a [u8],
     pos: usize,
