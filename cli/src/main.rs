@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod demo;
+mod merge_fdata;
 mod script;
 
 use std::process::ExitCode;
@@ -27,14 +28,29 @@ enum Command {
     Demo(demo::Args),
     /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
     Script(script::Args),
+    /// Merge fdata profiles like LLVM's merge-fdata (also runs as a link named `merge-fdata`).
+    MergeFdata(merge_fdata::RawArgs),
+}
+
+/// The drop-in tool this binary runs as when invoked through a link of that name.
+fn personality() -> Option<&'static str> {
+    let argv0 = std::env::args_os().next()?;
+    match std::path::Path::new(&argv0).file_name()?.to_str()? {
+        "merge-fdata" => Some("merge-fdata"),
+        _ => None,
+    }
 }
 
 fn main() -> ExitCode {
+    if personality() == Some("merge-fdata") {
+        return merge_fdata::main(std::env::args_os().skip(1).collect(), "merge-fdata");
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Aggregate(args) => aggregate::run(args),
         Command::Script(args) => script::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::MergeFdata(args) => return merge_fdata::run_subcommand(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
