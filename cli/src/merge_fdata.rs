@@ -182,19 +182,11 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
     let files = expand_inputs(&options.inputs)?;
     let sources = Sources::open(&files)?;
     let merged = merge(&sources)?;
-    let clamped = match options.output.as_deref() {
+    match options.output.as_deref() {
         Some(path) if path.as_os_str() != "-" => {
-            let mut clamped = 0;
-            engine::output::write_atomically(path, |w| {
-                clamped = merged.write(w)?;
-                Ok(())
-            })?;
-            clamped
+            engine::output::write_atomically(path, |w| merged.write(w))?
         }
         _ => write_stdout(&merged)?,
-    };
-    if clamped > 0 {
-        eprintln!("warning: {clamped} summed counts exceed a signed 64-bit integer and were clamped to it");
     }
     // merge-fdata's closing line, for scripts that look for it.
     eprintln!("Profile from {} files merged.", merged.files);
@@ -202,12 +194,11 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
 }
 
 /// Writes to standard output; a closed pipe (`| head`) ends the output quietly.
-fn write_stdout(merged: &Merged) -> io::Result<usize> {
+fn write_stdout(merged: &Merged) -> io::Result<()> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    let result = merged.write(&mut out).and_then(|n| out.flush().map(|()| n));
-    match result {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
+    match merged.write(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
 }

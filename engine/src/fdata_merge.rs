@@ -21,11 +21,13 @@
 //! * Differences on input LLVM 22 rejects or garbles, documented by tests: negative counts are
 //!   accepted (as llvm-bolt's reader accepts them); blank lines and trailing spaces are
 //!   skipped; a line with extra or missing fields is an error (LLVM 22 keys it as whatever
-//!   precedes its last two fields); empty inputs are ignored (LLVM 22 fails on them).
+//!   precedes its last two fields); empty inputs are ignored (LLVM 22 fails on them). A sum
+//!   that does not fit `int64_t` (what llvm-bolt reads) is an error; LLVM 22 wraps `uint64_t`.
 //!
-//! Inputs are parsed in parallel (rayon); sums commute, and the order is fixed by the sort, so
-//! the result does not depend on scheduling. When several inputs are broken, the error of the
-//! first in input order is reported.
+//! Inputs are parsed in parallel (rayon), each worker summing into its own hash-partitioned
+//! table (see "Partitioned aggregation" below); sums commute, and the order is fixed by the
+//! sort, so the result does not depend on scheduling. When several inputs are broken, the
+//! error of the first in input order is reported.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -35,7 +37,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use formats::bolt::fdata::{Entry, FdataError, FdataReader, Record};
-use hashbrown::HashMap;
 use rayon::prelude::*;
 
 #[derive(Debug)]
@@ -55,6 +56,8 @@ pub enum MergeError {
     Yaml { path: PathBuf, mixed: bool },
     /// The inputs name no file.
     NoInputs,
+    /// A summed count does not fit a signed 64-bit integer (llvm-bolt reads `int64_t`).
+    Overflow { key: String },
 }
 
 impl fmt::Display for MergeError {
@@ -85,6 +88,10 @@ impl fmt::Display for MergeError {
                 path.display()
             ),
             MergeError::NoInputs => write!(f, "no input files (directories were empty)"),
+            MergeError::Overflow { key } => write!(
+                f,
+                "the summed counts of `{key}` do not fit a signed 64-bit integer"
+            ),
         }
     }
 }
@@ -144,21 +151,29 @@ fn walk(dir: &Path, visited: &mut HashSet<PathBuf>, files: &mut Vec<PathBuf>) ->
     Ok(())
 }
 
-/// The inputs' bytes, mapped (regular files) or read (pipes, devices).
+/// The inputs: regular files are mapped when their turn comes (and unmapped after), other
+/// files (pipes, devices) are read up front since they cannot be read twice.
 pub struct Sources {
     files: Vec<(PathBuf, Contents)>,
 }
 
 enum Contents {
-    Mapped(memmap2::Mmap),
+    File,
     Read(Vec<u8>),
 }
 
-impl Contents {
-    fn bytes(&self) -> &[u8] {
+/// One input's bytes while it is being read.
+enum Bytes<'a> {
+    Mapped(memmap2::Mmap),
+    Borrowed(&'a [u8]),
+}
+
+impl std::ops::Deref for Bytes<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
         match self {
-            Contents::Mapped(m) => m,
-            Contents::Read(v) => v,
+            Bytes::Mapped(m) => m,
+            Bytes::Borrowed(b) => b,
         }
     }
 }
@@ -179,31 +194,44 @@ impl Sources {
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
+
+    fn bytes(&self, index: usize) -> Result<Bytes<'_>> {
+        let (path, contents) = &self.files[index];
+        match contents {
+            Contents::Read(v) => Ok(Bytes::Borrowed(v)),
+            Contents::File => map_file(path).map_err(io_error(path)),
+        }
+    }
 }
 
 fn open_contents(path: &Path) -> io::Result<Contents> {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_file() {
+        std::fs::File::open(path)?; // fail early on unreadable inputs
+        Ok(Contents::File)
+    } else {
+        Ok(Contents::Read(std::fs::read(path)?))
+    }
+}
+
+fn map_file(path: &Path) -> io::Result<Bytes<'static>> {
     let file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() == 0 {
-        return Ok(Contents::Read(std::fs::read(path)?));
+    if file.metadata()?.len() == 0 {
+        return Ok(Bytes::Borrowed(&[]));
     }
     // SAFETY: a read-only private mapping; another process truncating an input while we
     // read it is undefined, as for every mmap reader (see engine::capture).
-    Ok(Contents::Mapped(unsafe { memmap2::Mmap::map(&file) }?))
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    #[cfg(unix)]
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Ok(Bytes::Mapped(map))
 }
 
-/// Summed counts of one key. Wide so that no input order can overflow.
+/// Summed counts of one key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sums {
-    pub mispreds: i128,
-    pub count: i128,
-}
-
-impl std::ops::AddAssign for Sums {
-    fn add_assign(&mut self, o: Sums) {
-        self.mispreds += o.mispreds;
-        self.count += o.count;
-    }
+    pub mispreds: i64,
+    pub count: i64,
 }
 
 /// Which kind of line a key came from: it decides the count fields written.
@@ -222,40 +250,54 @@ pub struct MergedHeader {
     pub no_lbr: Option<Vec<Vec<u8>>>,
 }
 
-/// A merged profile; keys borrow from the [`Sources`].
-pub struct Merged<'a> {
+/// A merged profile: its lines in key order, keys stored one after another.
+pub struct Merged {
     pub header: MergedHeader,
-    /// Sorted by key, keys unique.
-    pub lines: Vec<(&'a [u8], Kind, Sums)>,
+    keys: Vec<u8>,
+    lines: Vec<Line>,
     pub files: usize,
 }
 
-type Table<'a> = HashMap<&'a [u8], (Kind, Sums)>;
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    start: usize,
+    len: usize,
+    kind: Kind,
+    sums: Sums,
+}
+
+impl Merged {
+    /// The lines, in bytewise key order: (key as written, kind, sums).
+    pub fn lines(&self) -> impl Iterator<Item = (&[u8], Kind, Sums)> + '_ {
+        self.lines
+            .iter()
+            .map(|l| (&self.keys[l.start..l.start + l.len], l.kind, l.sums))
+    }
+
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
 
 /// Checks the inputs agree on their headers, then sums them in parallel.
-pub fn merge(sources: &Sources) -> Result<Merged<'_>> {
+pub fn merge(sources: &Sources) -> Result<Merged> {
     let header = merged_header(sources)?;
     let table = sum_in_parallel(sources)?;
-    let mut lines: Vec<_> = table
-        .into_iter()
-        .map(|(key, (kind, sums))| (key, kind, sums))
-        .collect();
-    lines.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
-    Ok(Merged {
-        header,
-        lines,
-        files: sources.len(),
-    })
+    table.into_merged(header, sources.len())
 }
 
 /// The header of the first input with any content; every other such input must match it.
 fn merged_header(sources: &Sources) -> Result<MergedHeader> {
     let mut first: Option<(&Path, bool, bool)> = None;
     let mut merged = MergedHeader::default();
-    for (path, contents) in &sources.files {
-        let bytes = contents.bytes();
-        check_not_yaml(path, bytes, first.is_some())?;
-        let reader = FdataReader::new(bytes).map_err(|source| MergeError::Parse {
+    for (index, (path, _)) in sources.files.iter().enumerate() {
+        let bytes = sources.bytes(index)?;
+        check_not_yaml(path, &bytes, first.is_some())?;
+        let reader = FdataReader::new(&bytes).map_err(|source| MergeError::Parse {
             path: path.clone(),
             source,
         })?;
@@ -313,23 +355,20 @@ fn add_events<'a>(merged: &mut MergedHeader, events: impl Iterator<Item = &'a [u
 
 /// Parses every input into per-worker tables and adds them up. Inputs after the first
 /// broken one (in input order) are skipped; the first broken one's error is returned.
-fn sum_in_parallel(sources: &Sources) -> Result<Table<'_>> {
+fn sum_in_parallel(sources: &Sources) -> Result<Table> {
     let first_broken = AtomicUsize::new(usize::MAX);
     let errors = Mutex::new(Vec::new());
-    let table = sources
-        .files
-        .par_iter()
-        .enumerate()
-        .fold(Table::new, |mut table, (index, (path, contents))| {
+    // Few, large work pieces: every piece costs a table and a merge of it.
+    let pieces = 4 * rayon::current_num_threads();
+    let table = (0..sources.len())
+        .into_par_iter()
+        .with_min_len(sources.len().div_ceil(pieces).max(1))
+        .fold(Table::new, |mut table, index| {
             if index > first_broken.load(Ordering::Relaxed) {
                 return table;
             }
-            if let Err(source) = add_file(&mut table, contents.bytes()) {
+            if let Err(error) = add_input(&mut table, sources, index) {
                 first_broken.fetch_min(index, Ordering::Relaxed);
-                let error = MergeError::Parse {
-                    path: path.clone(),
-                    source,
-                };
                 errors
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -337,7 +376,7 @@ fn sum_in_parallel(sources: &Sources) -> Result<Table<'_>> {
             }
             table
         })
-        .reduce(Table::new, add_tables);
+        .reduce(Table::new, Table::add);
     let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
     match errors.into_iter().min_by_key(|(index, _)| *index) {
         Some((_, error)) => Err(error),
@@ -345,12 +384,17 @@ fn sum_in_parallel(sources: &Sources) -> Result<Table<'_>> {
     }
 }
 
-fn add_file<'a>(table: &mut Table<'a>, bytes: &'a [u8]) -> std::result::Result<(), FdataError> {
-    for entry in FdataReader::new(bytes)? {
-        let entry = entry?;
+fn add_input(table: &mut Table, sources: &Sources, index: usize) -> Result<()> {
+    let bytes = sources.bytes(index)?;
+    let path = &sources.files[index].0;
+    let parse_error = |source| MergeError::Parse {
+        path: path.clone(),
+        source,
+    };
+    for entry in FdataReader::new(&bytes).map_err(parse_error)? {
+        let entry = entry.map_err(parse_error)?;
         let (kind, sums) = kind_and_sums(&entry);
-        // A key's tags and field count fix its kind, so the first one seen stands.
-        table.entry(entry.key).or_insert((kind, Sums::default())).1 += sums;
+        table.push(entry.key, kind, sums);
     }
     Ok(())
 }
@@ -359,40 +403,228 @@ fn kind_and_sums(entry: &Entry) -> (Kind, Sums) {
     match entry.record {
         Record::Branch {
             mispreds, count, ..
-        } => (
-            Kind::Branch,
-            Sums {
-                mispreds: mispreds.into(),
-                count: count.into(),
-            },
-        ),
-        Record::Sample { count, .. } => (Kind::Sample, Sums::counted(count)),
-        Record::Memory { count, .. } => (Kind::Memory, Sums::counted(count)),
+        } => (Kind::Branch, Sums { mispreds, count }),
+        Record::Sample { count, .. } => (Kind::Sample, Sums { mispreds: 0, count }),
+        Record::Memory { count, .. } => (Kind::Memory, Sums { mispreds: 0, count }),
     }
 }
 
-impl Sums {
-    fn counted(count: i64) -> Self {
-        Sums {
-            mispreds: 0,
-            count: count.into(),
+// Partitioned aggregation. A table over all distinct keys (hundreds of thousands of them)
+// does not fit in cache, so inserting line by line costs a few cache misses per line. Lines
+// are first appended, key bytes and all, to one of a few hundred pending batches by a few
+// hash bits; a full batch (more lines than its partition has keys) goes into its partition's
+// table in one go, while that small table stays in cache. Keys are copied, so inputs can be
+// unmapped as soon as they are read.
+const PARTITION_BITS: u32 = 8;
+const PARTITIONS: usize = 1 << PARTITION_BITS;
+const BATCH: usize = 1024;
+
+fn partition_of(hash: u64) -> usize {
+    // Middle bits: hashbrown uses the low bits for the bucket and the top 7 as a tag.
+    (hash >> 32) as usize & (PARTITIONS - 1)
+}
+
+/// 40 bytes: batches are written at memory speed, so they are kept small.
+struct Pending {
+    hash: u64,
+    start: u32,
+    len: u32,
+    kind: Kind,
+    sums: Sums,
+}
+
+/// Longer keys skip the batches (so that batch offsets fit `u32`).
+const MAX_BATCHED_KEY: usize = 1 << 16;
+
+/// Lines waiting to go into one partition, with their keys.
+#[derive(Default)]
+struct Batch {
+    keys: Vec<u8>,
+    lines: Vec<Pending>,
+}
+
+impl Batch {
+    fn push(&mut self, hash: u64, key: &[u8], kind: Kind, sums: Sums) {
+        if self.lines.capacity() == 0 {
+            self.lines.reserve_exact(BATCH);
+            self.keys.reserve(BATCH * 48);
+        }
+        // Both fit: a batch holds at most BATCH keys of at most MAX_BATCHED_KEY bytes.
+        self.lines.push(Pending {
+            hash,
+            start: self.keys.len() as u32,
+            len: key.len() as u32,
+            kind,
+            sums,
+        });
+        self.keys.extend_from_slice(key);
+    }
+
+    fn drain_into(&mut self, partition: &mut Partition) {
+        for p in &self.lines {
+            let start = p.start as usize;
+            let key = &self.keys[start..start + p.len as usize];
+            partition.add(p.hash, key, p.kind, p.sums, false);
+        }
+        self.lines.clear();
+        self.keys.clear();
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    hash: u64,
+    start: usize,
+    len: usize,
+    kind: Kind,
+    overflowed: bool,
+    sums: Sums,
+}
+
+#[derive(Default)]
+struct Partition {
+    keys: Vec<u8>,
+    slots: hashbrown::HashTable<Slot>,
+}
+
+impl Partition {
+    fn add(&mut self, hash: u64, key: &[u8], kind: Kind, sums: Sums, overflowed: bool) {
+        let keys = &self.keys;
+        let found = self.slots.find_mut(hash, |s| {
+            s.hash == hash && &keys[s.start..s.start + s.len] == key
+        });
+        match found {
+            Some(slot) => {
+                let mispreds = slot.sums.mispreds.checked_add(sums.mispreds);
+                let count = slot.sums.count.checked_add(sums.count);
+                slot.overflowed |= overflowed || mispreds.is_none() || count.is_none();
+                slot.sums = Sums {
+                    mispreds: mispreds.unwrap_or(slot.sums.mispreds.wrapping_add(sums.mispreds)),
+                    count: count.unwrap_or(slot.sums.count.wrapping_add(sums.count)),
+                };
+            }
+            None => {
+                let slot = Slot {
+                    hash,
+                    start: self.keys.len(),
+                    len: key.len(),
+                    kind,
+                    overflowed,
+                    sums,
+                };
+                self.keys.extend_from_slice(key);
+                self.slots.insert_unique(hash, slot, |s| s.hash);
+            }
+        }
+    }
+
+    fn key(&self, slot: &Slot) -> &[u8] {
+        &self.keys[slot.start..slot.start + slot.len]
+    }
+}
+
+/// One worker's sums, split into hash partitions, and the lines not yet added.
+struct Table {
+    partitions: Vec<Partition>,
+    pending: Vec<Batch>,
+}
+
+impl Table {
+    fn new() -> Self {
+        Table {
+            partitions: (0..PARTITIONS).map(|_| Partition::default()).collect(),
+            pending: (0..PARTITIONS).map(|_| Batch::default()).collect(),
+        }
+    }
+
+    fn push(&mut self, key: &[u8], kind: Kind, sums: Sums) {
+        let hash = xxhash_rust::xxh3::xxh3_64(key);
+        let p = partition_of(hash);
+        if key.len() > MAX_BATCHED_KEY {
+            self.partitions[p].add(hash, key, kind, sums, false);
+            return;
+        }
+        let batch = &mut self.pending[p];
+        batch.push(hash, key, kind, sums);
+        if batch.lines.len() == BATCH {
+            batch.drain_into(&mut self.partitions[p]);
+        }
+    }
+
+    fn flush(&mut self) {
+        for (batch, partition) in self.pending.iter_mut().zip(&mut self.partitions) {
+            batch.drain_into(partition);
+        }
+    }
+
+    /// Adds `other` into `self`, partition by partition (each pair stays in cache).
+    fn add(mut self, mut other: Table) -> Table {
+        self.flush();
+        other.flush();
+        for (mine, theirs) in self.partitions.iter_mut().zip(other.partitions) {
+            if mine.slots.len() < theirs.slots.len() {
+                let smaller = std::mem::replace(mine, theirs);
+                mine.add_partition(&smaller);
+            } else {
+                mine.add_partition(&theirs);
+            }
+        }
+        self
+    }
+
+    fn into_merged(mut self, header: MergedHeader, files: usize) -> Result<Merged> {
+        self.flush();
+        let mut order: Vec<(&[u8], &Slot)> = self
+            .partitions
+            .iter()
+            .flat_map(|p| p.slots.iter().map(move |s| (p.key(s), s)))
+            .collect();
+        order.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if let Some((key, _)) = order.iter().find(|(_, s)| s.overflowed) {
+            return Err(MergeError::Overflow {
+                key: String::from_utf8_lossy(key).into_owned(),
+            });
+        }
+        let mut keys = Vec::with_capacity(order.iter().map(|(k, _)| k.len()).sum());
+        let lines = order
+            .iter()
+            .map(|(key, slot)| {
+                let start = keys.len();
+                keys.extend_from_slice(key);
+                Line {
+                    start,
+                    len: key.len(),
+                    kind: slot.kind,
+                    sums: slot.sums,
+                }
+            })
+            .collect();
+        Ok(Merged {
+            header,
+            keys,
+            lines,
+            files,
+        })
+    }
+}
+
+impl Partition {
+    fn add_partition(&mut self, other: &Partition) {
+        for slot in other.slots.iter() {
+            self.add(
+                slot.hash,
+                other.key(slot),
+                slot.kind,
+                slot.sums,
+                slot.overflowed,
+            );
         }
     }
 }
 
-/// Adds the smaller table into the larger.
-fn add_tables<'a>(a: Table<'a>, b: Table<'a>) -> Table<'a> {
-    let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-    for (key, (kind, sums)) in small {
-        big.entry(key).or_insert((kind, Sums::default())).1 += sums;
-    }
-    big
-}
-
-impl Merged<'_> {
-    /// Writes the merged fdata; returns how many sums exceeded `i64` and were clamped to it
-    /// (llvm-bolt reads counts as `int64_t`).
-    pub fn write(&self, out: &mut dyn Write) -> io::Result<usize> {
+impl Merged {
+    /// Writes the merged fdata.
+    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
         if self.header.bolted_collection {
             out.write_all(b"boltedcollection\n")?;
         }
@@ -404,28 +636,18 @@ impl Merged<'_> {
             }
             out.write_all(b"\n")?;
         }
-        let mut clamped = 0;
-        let mut number = |out: &mut dyn Write, v: i128| {
-            let v64 = i64::try_from(v).unwrap_or_else(|_| {
-                clamped += 1;
-                if v < 0 {
-                    i64::MIN
-                } else {
-                    i64::MAX
-                }
-            });
-            out.write_all(b" ")?;
-            out.write_all(itoa::Buffer::new().format(v64).as_bytes())
-        };
-        for &(key, kind, sums) in &self.lines {
+        let mut number = itoa::Buffer::new();
+        for (key, kind, sums) in self.lines() {
             out.write_all(key)?;
+            out.write_all(b" ")?;
             if kind == Kind::Branch {
-                number(out, sums.mispreds)?;
+                out.write_all(number.format(sums.mispreds).as_bytes())?;
+                out.write_all(b" ")?;
             }
-            number(out, sums.count)?;
+            out.write_all(number.format(sums.count).as_bytes())?;
             out.write_all(b"\n")?;
         }
-        Ok(clamped)
+        Ok(())
     }
 }
 
@@ -526,22 +748,49 @@ mod tests {
     }
 
     #[test]
-    fn wide_sums_are_clamped_to_i64() {
+    fn sums_beyond_i64_are_refused() {
         let line = format!("1 f 0 1 g 0 0 {}\n", i64::MAX);
-        let sources = Sources {
-            files: vec![
-                (
-                    PathBuf::from("a"),
-                    Contents::Read(line.clone().into_bytes()),
-                ),
-                (PathBuf::from("b"), Contents::Read(line.into_bytes())),
-            ],
-        };
-        let merged = merge(&sources).unwrap();
-        assert_eq!(merged.lines[0].2.count, 2 * i128::from(i64::MAX));
-        let mut out = Vec::new();
-        assert_eq!(merged.write(&mut out).unwrap(), 1);
-        assert_eq!(out, format!("1 f 0 1 g 0 0 {}\n", i64::MAX).into_bytes());
+        let e = merged(&[("a", &line), ("b", &line)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the summed counts of `1 f 0 1 g 0` do not fit a signed 64-bit integer"
+        );
+        let negative = format!("1 f 0 1 g 0 0 {}\n", i64::MIN + 1);
+        let (_, text) = merged(&[("a", &line), ("b", &negative)]).unwrap();
+        assert_eq!(text, "1 f 0 1 g 0 0 0\n");
+    }
+
+    #[test]
+    fn many_keys_across_partitions_and_workers() {
+        // Enough distinct keys to fill every partition's batches several times over.
+        let files: Vec<(String, String)> = (0..16)
+            .map(|f| {
+                let text: String = (0..4000)
+                    .map(|i| format!("1 fn{} {:x} 1 g 0 {} 2\n", (i * 7 + f) % 3000, i % 5, f % 2))
+                    .collect();
+                (format!("f{f}"), text)
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let (_, text) = merged(&refs).unwrap();
+        let mut expected = std::collections::BTreeMap::<String, (i64, i64)>::new();
+        for (_, t) in &files {
+            for line in t.lines() {
+                let (key, counts) = line.rsplit_once(' ').unwrap();
+                let (key, mispreds) = key.rsplit_once(' ').unwrap();
+                let e = expected.entry(key.to_owned()).or_default();
+                e.0 += mispreds.parse::<i64>().unwrap();
+                e.1 += counts.parse::<i64>().unwrap();
+            }
+        }
+        let expected: String = expected
+            .iter()
+            .map(|(k, (m, c))| format!("{k} {m} {c}\n"))
+            .collect();
+        assert_eq!(text, expected);
     }
 
     #[test]

@@ -343,8 +343,14 @@ impl<'a> LineParser<'a> {
             Family::Branch => (b'0', "a location tag 0, 1 or 2"),
             Family::Memory => (b'3', "a memory location tag 3, 4 or 5"),
         };
-        let field = self.field();
         let pos = self.pos;
+        if let [t, b' ', ..] = self.text[pos..] {
+            if (first..first + 3).contains(&t) {
+                self.pos += 1;
+                return Ok(t - b'0');
+            }
+        }
+        let field = self.field();
         match field {
             [t] if (first..first + 3).contains(t) => {}
             [t, ..] if (first..first + 3).contains(t) => {
@@ -372,22 +378,14 @@ impl<'a> LineParser<'a> {
     fn name(&mut self) -> Result<&'a [u8], FdataError> {
         let start = self.pos;
         let mut i = start;
-        loop {
-            match memchr2(b' ', b'\\', &self.text[i..]) {
-                Some(k) if self.text[i + k] == b'\\' => {
-                    if i + k + 1 == self.text.len() {
-                        return Err(self.error(i + k, FdataErrorKind::DanglingEscape));
-                    }
-                    i += k + 2;
+        while let Some(&b) = self.text.get(i) {
+            match b {
+                b' ' => break,
+                b'\\' if i + 1 == self.text.len() => {
+                    return Err(self.error(i, FdataErrorKind::DanglingEscape))
                 }
-                Some(k) => {
-                    i += k;
-                    break;
-                }
-                None => {
-                    i = self.text.len();
-                    break;
-                }
+                b'\\' => i += 2,
+                _ => i += 1,
             }
         }
         self.pos = i;
@@ -453,8 +451,10 @@ impl<'a> LineParser<'a> {
 
     /// The bytes from here to the next space or the end of the line.
     fn field(&self) -> &'a [u8] {
+        // Fields are a few bytes long: a plain scan beats memchr's set-up.
         let rest = &self.text[self.pos..];
-        &rest[..memchr(b' ', rest).unwrap_or(rest.len())]
+        let len = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
+        &rest[..len]
     }
 
     fn unexpected_line_start(&self, no_lbr: bool) -> FdataError {
