@@ -359,7 +359,7 @@ fn sum_in_parallel(sources: &Sources) -> Result<Table> {
     let first_broken = AtomicUsize::new(usize::MAX);
     let errors = Mutex::new(Vec::new());
     // Few, large work pieces: every piece costs a table and a merge of it.
-    let pieces = 4 * rayon::current_num_threads();
+    let pieces = 2 * rayon::current_num_threads();
     let table = (0..sources.len())
         .into_par_iter()
         .with_min_len(sources.len().div_ceil(pieces).max(1))
@@ -551,9 +551,11 @@ impl Table {
         }
     }
 
+    /// Adds every pending line and frees the batches (a flushed table is only merged).
     fn flush(&mut self) {
         for (batch, partition) in self.pending.iter_mut().zip(&mut self.partitions) {
             batch.drain_into(partition);
+            *batch = Batch::default();
         }
     }
 
