@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod demo;
+mod merge_fdata;
 mod perf2bolt;
 mod script;
 
@@ -35,22 +36,26 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+    /// Merge fdata profiles like LLVM's merge-fdata (also runs as a link named `merge-fdata`).
+    MergeFdata(merge_fdata::RawArgs),
 }
 
-/// The drop-in a link to this binary stands for, from the name it was invoked by.
+/// The drop-in tool this binary runs as when invoked through a link of that name.
 fn personality() -> Option<&'static str> {
-    let arg0 = std::env::args_os().next()?;
-    let name = std::path::Path::new(&arg0).file_name()?.to_str()?;
-    match name {
+    let argv0 = std::env::args_os().next()?;
+    match std::path::Path::new(&argv0).file_name()?.to_str()? {
         "perf2bolt" => Some("perf2bolt"),
+        "merge-fdata" => Some("merge-fdata"),
         _ => None,
     }
 }
 
 fn main() -> ExitCode {
-    if personality() == Some("perf2bolt") {
-        let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-        return finish(perf2bolt::run(&args));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match personality() {
+        Some("perf2bolt") => return finish(perf2bolt::run(&args)),
+        Some("merge-fdata") => return merge_fdata::main(args, "merge-fdata"),
+        _ => {}
     }
     let cli = Cli::parse();
     let result = match cli.command {
@@ -58,6 +63,7 @@ fn main() -> ExitCode {
         Command::Script(args) => script::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Perf2bolt { args } => perf2bolt::run(&args),
+        Command::MergeFdata(args) => return merge_fdata::run_subcommand(args),
     };
     finish(result)
 }

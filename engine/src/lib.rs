@@ -6,6 +6,7 @@ pub mod binary;
 pub mod bolt;
 pub mod capture;
 pub mod error;
+pub mod fdata_merge;
 pub mod mapping;
 pub mod output;
 pub mod progress;

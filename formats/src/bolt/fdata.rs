@@ -14,6 +14,12 @@ use std::io::{self, Write};
 
 use super::preagg::format_hex;
 
+mod error;
+mod reader;
+
+pub use error::{FdataError, FdataErrorKind};
+pub use reader::{unescape, Entry, Events, FdataReader, Header, RawLocation, Record};
+
 /// One end of a branch or sample: a function and an offset in it, or an unknown address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Location<'a> {
@@ -144,6 +150,7 @@ fn write_escaped(out: &mut impl Write, name: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn lines_have_bolt_shape() {
@@ -184,5 +191,132 @@ mod tests {
             String::from_utf8(w.into_inner()).unwrap(),
             "no_lbr\nno_lbr cycles:u: instructions:\n"
         );
+    }
+
+    /// What a generated profile holds, owned so proptest can shrink it.
+    #[derive(Clone, Debug)]
+    enum Line {
+        Branch(Loc, Loc, i64, i64),
+        Sample(Loc, i64),
+        Memory(Loc, Loc, i64),
+    }
+
+    type Loc = (bool, String, u64);
+
+    fn location() -> impl Strategy<Value = Loc> {
+        // Names with spaces, backslashes, `/`, `@`, non-ASCII; empty prints `[unknown]`.
+        let name = prop_oneof![
+            Just(String::new()),
+            "[^\n]{1,12}",
+            "[a-z \\\\]{1,6}",
+            "[a-z_]{1,8}/[0-9]",
+        ];
+        (any::<bool>(), name, any::<u64>())
+    }
+
+    fn profile() -> impl Strategy<Value = (bool, Option<Vec<String>>, Vec<Line>)> {
+        let events = proptest::option::of(proptest::collection::vec("[a-z:]{1,8}", 0..3));
+        (any::<bool>(), events).prop_flat_map(|(bolted, events)| {
+            let no_lbr = events.is_some();
+            let line = prop_oneof![
+                (location(), location(), any::<i64>(), any::<i64>()).prop_map(
+                    move |(a, b, m, c)| {
+                        if no_lbr {
+                            Line::Sample(a, c)
+                        } else {
+                            Line::Branch(a, b, m, c)
+                        }
+                    }
+                ),
+                (location(), location(), any::<i64>()).prop_map(|(a, b, c)| Line::Memory(a, b, c)),
+            ];
+            (
+                Just(bolted),
+                Just(events),
+                proptest::collection::vec(line, 0..20),
+            )
+        })
+    }
+
+    fn as_location(l: &Loc) -> Location<'_> {
+        Location {
+            is_symbol: l.0,
+            name: &l.1,
+            offset: l.2,
+        }
+    }
+
+    /// Checks a read location against the written one; `base` is 0 (branch) or 3 (memory).
+    fn assert_same(read: &RawLocation, written: &Loc, base: u8) {
+        let name = if written.1.is_empty() {
+            "[unknown]"
+        } else {
+            &written.1
+        };
+        assert_eq!(read.tag, base + u8::from(written.0));
+        assert_eq!(&*read.name(), name.as_bytes());
+        assert_eq!(read.offset, written.2);
+    }
+
+    proptest! {
+        #[test]
+        fn written_profiles_read_back((bolted, events, lines) in profile()) {
+            let mut w = FdataWriter::new(Vec::new());
+            if bolted {
+                w.bolted_collection().unwrap();
+            }
+            if let Some(events) = &events {
+                w.no_lbr(events).unwrap();
+            }
+            for line in &lines {
+                match line {
+                    Line::Branch(a, b, m, c) => w.branch(&as_location(a), &as_location(b), *m, *c),
+                    Line::Sample(a, c) => w.sample(&as_location(a), *c),
+                    Line::Memory(a, b, c) => w.memory(&as_location(a), &as_location(b), *c),
+                }
+                .unwrap();
+            }
+            let text = w.into_inner();
+            let reader = FdataReader::new(&text).unwrap();
+            prop_assert_eq!(reader.header().bolted_collection, bolted);
+            let read_events = reader
+                .header()
+                .no_lbr
+                .map(|e| e.iter().map(|n| String::from_utf8(n.to_vec()).unwrap()).collect::<Vec<_>>());
+            prop_assert_eq!(&read_events, &events);
+            let entries: Vec<_> = reader.collect::<Result<_, _>>().unwrap();
+            prop_assert_eq!(entries.len(), lines.len());
+            for (entry, line) in entries.iter().zip(&lines) {
+                match (entry.record, line) {
+                    (Record::Branch { from, to, mispreds, count }, Line::Branch(a, b, m, c)) => {
+                        assert_same(&from, a, 0);
+                        assert_same(&to, b, 0);
+                        prop_assert_eq!((mispreds, count), (*m, *c));
+                    }
+                    (Record::Sample { at, count }, Line::Sample(a, c)) => {
+                        assert_same(&at, a, 0);
+                        prop_assert_eq!(count, *c);
+                    }
+                    (Record::Memory { pc, addr, count }, Line::Memory(a, b, c)) => {
+                        assert_same(&pc, a, 3);
+                        assert_same(&addr, b, 3);
+                        prop_assert_eq!(count, *c);
+                    }
+                    (read, written) => prop_assert!(false, "{read:?} read for {written:?}"),
+                }
+            }
+        }
+
+        #[test]
+        fn any_bytes_read_without_panic(bytes in proptest::collection::vec(
+            prop_oneof![Just(b' '), Just(b'\n'), Just(b'\\'), b'0'..b'6', b'a'..b'g', any::<u8>()],
+            0..200,
+        )) {
+            if let Ok(reader) = FdataReader::new(&bytes) {
+                for e in reader.flatten() {
+                    prop_assert!(!e.key.is_empty());
+                }
+            }
+        }
     }
 }
