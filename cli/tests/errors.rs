@@ -81,3 +81,52 @@ fn a_binary_that_is_not_elf_is_named() {
     );
     assert!(!out.exists());
 }
+
+/// A stripped binary has no function symbols for fdata: the error says so, and no output is
+/// left behind.
+#[test]
+fn a_stripped_binary_is_refused_for_fdata() {
+    if !have_tool("strip") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("autofdo-propeller_sample_1.bin");
+    std::fs::copy(shared_perf("autofdo-propeller_sample_1.bin"), &binary).unwrap();
+    run_ok(std::process::Command::new("strip").arg(&binary));
+    let (output, out) = aggregate(dir.path(), &binary, &["--format", "fdata"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("no symbol table (stripped binary?)"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "a failed run left {}", out.display());
+}
+
+/// A broken pre-aggregated line is reported with file, line and column by the perf2bolt
+/// drop-in.
+#[test]
+fn a_broken_preaggregated_line_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("bad.preagg");
+    std::fs::write(&input, "B 10 20 1 0\nT 10 0x20 30 1\n").unwrap();
+    let out = dir.path().join("out.fdata");
+    let output = profmill()
+        .arg("perf2bolt")
+        .arg(shared_perf("autofdo-propeller_sample_1.bin"))
+        .args(["-pa", "-p"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(
+            "bad.preagg: line 2, column 6 (byte offset 17): expected a hexadecimal location"
+        ),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
