@@ -128,18 +128,7 @@ pub fn assert_preagg_equivalent(
     extra: &[&str],
     dir: &Path,
 ) {
-    let reference = perf2bolt_fdata(
-        perf2bolt,
-        binary,
-        capture,
-        extra,
-        &dir.join("reference.fdata"),
-    );
-    assert!(
-        !reference.is_empty(),
-        "perf2bolt wrote an empty profile for {}",
-        capture.display()
-    );
+    let reference = reference_fdata(perf2bolt, binary, capture, extra, dir);
     let preagg = dir.join("ours.preagg");
     profmill_preagg(capture, binary, "preagg", &preagg);
     let pa: Vec<&str> = ["--pa"].iter().chain(extra).copied().collect();
@@ -188,18 +177,7 @@ pub fn assert_fdata_matches_perf2bolt(
     dir: &Path,
 ) -> usize {
     let extra: &[&str] = if basic { &["--ba"] } else { &[] };
-    let reference = perf2bolt_fdata(
-        PERF2BOLT_22,
-        binary,
-        capture,
-        extra,
-        &dir.join("reference.fdata"),
-    );
-    assert!(
-        !reference.is_empty(),
-        "perf2bolt wrote an empty profile for {}",
-        capture.display()
-    );
+    let reference = reference_fdata(PERF2BOLT_22, binary, capture, extra, dir);
     let ours_path = dir.join("ours.fdata");
     let mut cmd = profmill();
     cmd.arg("aggregate")
@@ -216,4 +194,27 @@ pub fn assert_fdata_matches_perf2bolt(
     let ours = sorted_lines(&std::fs::read(&ours_path).unwrap());
     assert_same_lines(&ours, &reference, "fdata vs perf2bolt 22");
     ours.len()
+}
+
+/// perf2bolt's sorted fdata for a capture (in `dir/reference.fdata`); it must not be empty.
+fn reference_fdata(
+    perf2bolt: &str,
+    binary: &Path,
+    capture: &Path,
+    extra: &[&str],
+    dir: &Path,
+) -> Vec<String> {
+    let reference = perf2bolt_fdata(
+        perf2bolt,
+        binary,
+        capture,
+        extra,
+        &dir.join("reference.fdata"),
+    );
+    assert!(
+        !reference.is_empty(),
+        "perf2bolt wrote an empty profile for {}",
+        capture.display()
+    );
+    reference
 }
