@@ -6,6 +6,7 @@ pub mod binary;
 pub mod capture;
 pub mod error;
 pub mod functions;
+pub mod instrprof;
 pub mod mapping;
 pub mod output;
 pub mod progress;

@@ -245,10 +245,21 @@ impl<'a> TextReader<'a> {
 
     /// Reads every record. On error, the records already handed out stay handed out.
     pub fn read_records(&mut self, sink: &mut dyn FnMut(&[u8], Record)) -> Result<()> {
+        self.read_records_noting_bitmaps(&mut |name, record, _| sink(name, record))
+    }
+
+    /// Like [`TextReader::read_records`], also telling whether the record had a `$` bitmap
+    /// line. LLVM's text reader reuses one record and never clears its bitmap, so a record
+    /// without that line inherits whatever bitmap the reused record still holds (see
+    /// `engine::instrprof`).
+    pub fn read_records_noting_bitmaps(
+        &mut self,
+        sink: &mut dyn FnMut(&[u8], Record, bool),
+    ) -> Result<()> {
         while let Some(name) = self.lines.peek() {
             self.lines.advance();
-            let record = self.read_record()?;
-            sink(name, record);
+            let (record, has_bitmap_line) = self.read_record()?;
+            sink(name, record, has_bitmap_line);
         }
         Ok(())
     }
@@ -257,7 +268,7 @@ impl<'a> TextReader<'a> {
         Error::at_line(line_no, ErrorKind::Malformed(why.into()))
     }
 
-    fn read_record(&mut self) -> Result<Record> {
+    fn read_record(&mut self) -> Result<(Record, bool)> {
         let mut record = Record::default();
         let at = self.lines.line_no();
         record.hash = parse_unsigned(self.lines.next_line()?, 0)
@@ -274,7 +285,8 @@ impl<'a> TextReader<'a> {
                 .ok_or_else(|| self.malformed(at, "count is invalid"))?;
             record.counts.push(count);
         }
-        if let Some(line) = self.lines.peek().filter(|l| l.starts_with(b"$")) {
+        let bitmap_line = self.lines.peek().filter(|l| l.starts_with(b"$"));
+        if let Some(line) = bitmap_line {
             let at = self.lines.line_no();
             let n = parse_unsigned(trim(&line[1..]), 0).ok_or_else(|| {
                 self.malformed(at, "number of bitmap bytes is not a valid integer")
@@ -297,7 +309,7 @@ impl<'a> TextReader<'a> {
             }
         }
         self.read_value_profile(&mut record)?;
-        Ok(record)
+        Ok((record, bitmap_line.is_some()))
     }
 
     fn read_vp_number(&mut self) -> Result<u32> {
