@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod demo;
+mod llvm_profdata;
 mod script;
 
 use std::process::ExitCode;
@@ -27,6 +28,8 @@ enum Command {
     Demo(demo::Args),
     /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
     Script(script::Args),
+    /// A drop-in for `llvm-profdata merge` on instrumentation profiles (LLVM option spelling).
+    LlvmProfdata(llvm_profdata::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         Command::Aggregate(args) => aggregate::run(args),
         Command::Script(args) => script::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::LlvmProfdata(args) => llvm_profdata::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
