@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod demo;
+mod llvm_profdata;
 mod merge_fdata;
 mod perf2bolt;
 mod script;
@@ -29,6 +30,8 @@ enum Command {
     Demo(demo::Args),
     /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
     Script(script::Args),
+    /// A drop-in for `llvm-profdata merge` on instrumentation profiles (LLVM option spelling).
+    LlvmProfdata(llvm_profdata::Args),
     /// Drop-in for LLVM's perf2bolt: `perf2bolt BINARY -p CAPTURE -o OUT.fdata [--pa] [--ba]`.
     #[command(disable_help_flag = true)]
     Perf2bolt {
@@ -46,24 +49,26 @@ fn personality() -> Option<&'static str> {
     match std::path::Path::new(&argv0).file_name()?.to_str()? {
         "perf2bolt" => Some("perf2bolt"),
         "merge-fdata" => Some("merge-fdata"),
+        "llvm-profdata" => Some("llvm-profdata"),
         _ => None,
     }
 }
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    match personality() {
+    let cli = match personality() {
         Some("perf2bolt") => return finish(perf2bolt::run(&args)),
         Some("merge-fdata") => return merge_fdata::main(args, "merge-fdata"),
-        _ => {}
-    }
-    let cli = Cli::parse();
+        Some(tool) => Cli::parse_from(["profmill".into(), tool.into()].into_iter().chain(args)),
+        None => Cli::parse(),
+    };
     let result = match cli.command {
         Command::Aggregate(args) => aggregate::run(args),
         Command::Script(args) => script::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Perf2bolt { args } => perf2bolt::run(&args),
         Command::MergeFdata(args) => return merge_fdata::run_subcommand(args),
+        Command::LlvmProfdata(args) => llvm_profdata::run(args),
     };
     finish(result)
 }

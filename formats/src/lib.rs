@@ -3,4 +3,5 @@
 
 pub mod bolt;
 pub mod bytes;
+pub mod instrprof;
 pub mod perf;

@@ -1,0 +1,311 @@
+//! `profmill llvm-profdata merge …`: a drop-in for `llvm-profdata merge` on instrumentation
+//! profiles, parsing LLVM's option spelling itself (`-o x`, `-o=x`, `--output=x`, single or
+//! double dash). Options we do not implement are accepted with a warning, never misread.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
+use engine::output::write_atomically;
+
+#[derive(clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct Args {
+    /// The llvm-profdata command line: `merge [options] <files…>`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
+}
+
+type BoxError = Box<dyn std::error::Error>;
+
+/// Options of `llvm-profdata merge` that take a value and that we accept but ignore.
+const IGNORED_WITH_VALUE: &[&str] = &[
+    "remapping-file",
+    "r",
+    "function",
+    "no-function",
+    "temporal-profile-trace-reservoir-size",
+    "temporal-profile-max-trace-length",
+    "debug-info",
+    "binary-file",
+    "debuginfod",
+    "correlate",
+    "memprof-version",
+    "supplement-instr-with-sample",
+    "zero-counter-threshold",
+    "suppl-min-size-threshold",
+    "instr-prof-cold-threshold",
+    "output-size-limit",
+    "max-debug-info-correlation-warnings",
+    "profiled-binary",
+    "prof-sym-list",
+    "compress-all-sections",
+    "gen-partial-profile",
+    "split-layout",
+    "gen-cs-nested-profile",
+    "sample-profile-use-md5",
+];
+/// Flags (no value) that we accept but ignore.
+const IGNORED_FLAGS: &[&str] = &[
+    "keep-vtable-symbols",
+    "use-md5",
+    "drop-profile-symbol-list",
+    "convert-sample-profile-layout",
+];
+
+#[derive(Debug, Default)]
+struct MergeArgs {
+    output: Option<String>,
+    positional: Vec<String>,
+    weighted: Vec<String>,
+    input_files: Option<String>,
+    text: bool,
+    sparse: bool,
+    threads: usize,
+    failure_mode: FailureMode,
+    write_prev_version: bool,
+    any_raw_version: bool,
+}
+
+pub fn run(args: Args) -> Result<(), BoxError> {
+    let args: Vec<String> = args
+        .args
+        .into_iter()
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| format!("argument {a:?} is not UTF-8"))
+        })
+        .collect::<Result<_, _>>()?;
+    match args.first().map(String::as_str) {
+        Some("merge") => run_merge(parse_merge(&args[1..])?),
+        Some(other) => Err(format!(
+            "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge' is)"
+        )
+        .into()),
+        None => Err("usage: profmill llvm-profdata merge [options] <files…>".into()),
+    }
+}
+
+/// Splits `-name=value` / `--name=value` / `-name` / `--name` into (name, inline value).
+fn split_option(arg: &str) -> Option<(&str, Option<&str>)> {
+    let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+    if body.is_empty() {
+        return None;
+    }
+    Some(match body.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (body, None),
+    })
+}
+
+fn parse_bool(name: &str, value: Option<&str>) -> Result<bool, BoxError> {
+    match value {
+        None | Some("true") | Some("TRUE") | Some("True") | Some("1") => Ok(true),
+        Some("false") | Some("FALSE") | Some("False") | Some("0") => Ok(false),
+        Some(v) => {
+            Err(format!("'{v}' is not a valid value for the boolean option --{name}").into())
+        }
+    }
+}
+
+fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
+    let mut m = MergeArgs::default();
+    let mut i = 0;
+    let mut only_positional = false;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if only_positional || arg == "-" {
+            m.positional.push(arg.clone());
+            continue;
+        }
+        if arg == "--" {
+            only_positional = true;
+            continue;
+        }
+        let Some((name, inline)) = split_option(arg) else {
+            m.positional.push(arg.clone());
+            continue;
+        };
+        let mut value = |what: &str| -> Result<String, BoxError> {
+            if let Some(v) = inline {
+                return Ok(v.to_string());
+            }
+            let v = args
+                .get(i)
+                .ok_or_else(|| format!("option --{what} needs a value"))?;
+            i += 1;
+            Ok(v.clone())
+        };
+        match name {
+            "o" | "output" => m.output = Some(value(name)?),
+            "weighted-input" => m.weighted.push(value(name)?),
+            "f" | "input-files" => m.input_files = Some(value(name)?),
+            "text" => m.text = parse_bool(name, inline)?,
+            "binary" => m.text = !parse_bool(name, inline)?,
+            "instr" => {
+                parse_bool(name, inline)?;
+            }
+            "sparse" => m.sparse = parse_bool(name, inline)?,
+            "write-prev-version" => m.write_prev_version = parse_bool(name, inline)?,
+            "j" | "num-threads" => {
+                let v = value(name)?;
+                m.threads = v
+                    .parse()
+                    .map_err(|_| format!("'{v}' is not a valid thread count"))?;
+            }
+            "failure-mode" => {
+                m.failure_mode = match value(name)?.as_str() {
+                    "any" => FailureMode::Any,
+                    "all" => FailureMode::All,
+                    "warn" => FailureMode::Warn,
+                    v => return Err(format!("unknown --failure-mode '{v}' (any, all, warn)").into()),
+                }
+            }
+            // profmill's own: read raw versions 5–9 too (llvm-profdata-19 reads only 10).
+            "profmill-any-raw-version" => m.any_raw_version = parse_bool(name, inline)?,
+            "sample" | "extbinary" | "gcc" | "compbinary" => {
+                return Err(format!(
+                    "--{name}: sample profiles are not supported by profmill llvm-profdata (instrumentation profiles only)"
+                )
+                .into())
+            }
+            n if IGNORED_WITH_VALUE.contains(&n) => {
+                let v = value(n)?;
+                eprintln!("warning: profmill llvm-profdata: option --{n}={v} is not implemented and is ignored");
+            }
+            n if IGNORED_FLAGS.contains(&n) => {
+                eprintln!("warning: profmill llvm-profdata: option --{n} is not implemented and is ignored");
+            }
+            _ => {
+                return Err(format!(
+                    "llvm-profdata merge: Unknown command line argument '{arg}'"
+                )
+                .into())
+            }
+        }
+    }
+    Ok(m)
+}
+
+fn parse_weighted(entry: &str) -> Result<(String, u64), BoxError> {
+    let (w, file) = entry.split_once(',').unwrap_or((entry, ""));
+    match formats::instrprof::text::parse_unsigned(w.as_bytes(), 10) {
+        Some(w) if w >= 1 => Ok((file.to_string(), w)),
+        _ => Err("input weight must be a positive integer".into()),
+    }
+}
+
+/// `addWeightedInput`: files as given, directories expanded recursively in directory order.
+fn add_input(inputs: &mut Vec<WeightedInput>, path: &Path, weight: u64) -> Result<(), BoxError> {
+    if path.as_os_str() == "-" {
+        return Err("reading a profile from standard input is not supported".into());
+    }
+    let meta = std::fs::metadata(path)
+        .map_err(|_| format!("{}: No such file or directory", path.display()))?;
+    if meta.is_file() {
+        inputs.push(WeightedInput {
+            path: path.to_path_buf(),
+            weight,
+        });
+    } else if meta.is_dir() {
+        add_directory(inputs, path, weight)?;
+    }
+    Ok(())
+}
+
+fn add_directory(inputs: &mut Vec<WeightedInput>, dir: &Path, weight: u64) -> Result<(), BoxError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => inputs.push(WeightedInput { path, weight }),
+            Ok(m) if m.is_dir() => add_directory(inputs, &path, weight)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
+    let mut inputs = Vec::new();
+    for p in &m.positional {
+        add_input(&mut inputs, Path::new(p), 1)?;
+    }
+    for w in &m.weighted {
+        let (file, weight) = parse_weighted(w)?;
+        add_input(&mut inputs, Path::new(&file), weight)?;
+    }
+    if let Some(list) = &m.input_files {
+        let text = std::fs::read_to_string(list).map_err(|e| format!("{list}: {e}"))?;
+        for line in text.split('\n').filter(|l| !l.is_empty()) {
+            let entry = line.trim_matches([' ', '\t', '\x0b', '\x0c', '\r']);
+            if entry.starts_with('#') {
+                continue;
+            }
+            let (file, weight) = if entry.contains(',') {
+                parse_weighted(entry)?
+            } else {
+                (entry.to_string(), 1)
+            };
+            add_input(&mut inputs, Path::new(&file), weight)?;
+        }
+    }
+    if inputs.is_empty() {
+        return Err("no input files specified. See llvm-profdata merge -help".into());
+    }
+    Ok(inputs)
+}
+
+fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
+    let inputs = collect_inputs(&m)?;
+    let options = MergeOptions {
+        llvm_threads: m.threads,
+        raw_version: if m.any_raw_version {
+            None
+        } else {
+            MergeOptions::default().raw_version
+        },
+        failure_mode: m.failure_mode,
+    };
+    let outcome = merge(&inputs, &options)?;
+    let mut stderr = std::io::stderr().lock();
+    for note in &outcome.notes {
+        let _ = writeln!(
+            stderr,
+            "{}: {}: {}",
+            note.path.display(),
+            note.function,
+            note.warning.message()
+        );
+        if let (true, Some(hint)) = (note.first_of_kind, note.warning.hint()) {
+            let _ = writeln!(stderr, "{hint}");
+        }
+    }
+    for (path, error) in &outcome.errors {
+        let _ = writeln!(stderr, "warning: {}: {error}", path.display());
+    }
+    drop(stderr);
+    if outcome.failed {
+        return Err("no profile can be merged".into());
+    }
+    let output = m.output.as_deref().unwrap_or("-");
+    let profile = &outcome.profile;
+    let version = if m.write_prev_version { 11 } else { 12 };
+    let write = |w: &mut dyn Write| -> std::io::Result<()> {
+        if m.text {
+            profile.write_text(w, m.sparse)
+        } else {
+            w.write_all(&profile.to_indexed(m.sparse, version))
+        }
+    };
+    if output == "-" {
+        let mut out = std::io::stdout().lock();
+        write(&mut out)?;
+        out.flush()?;
+    } else {
+        write_atomically(&PathBuf::from(output), write)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,346 @@
+//! The merged profile: `InstrProfWriter`'s state and its record-merging rules
+//! (`InstrProfWriter::addRecord`, `InstrProfRecord::merge` / `scale`, InstrProf.cpp).
+
+use hashbrown::HashMap;
+
+use formats::instrprof::indexed::writer::{write_indexed, IndexedProfile, NameEntry};
+use formats::instrprof::names::Symtab;
+use formats::instrprof::record::MAX_VALUES_PER_SITE;
+use formats::instrprof::text::write_text;
+use formats::instrprof::{ProfileKind, Record, TemporalTraces, ValueSite};
+
+use super::hash_order::HashOrder;
+
+/// The largest count LLVM stores: −1 and −2 are pseudo counts (hot / warm).
+pub const MAX_COUNT: u64 = u64::MAX - 2;
+const PSEUDO_HOT: u64 = u64::MAX;
+const PSEUDO_WARM: u64 = u64::MAX - 1;
+
+/// Temporal traces kept at most (`--temporal-profile-trace-reservoir-size` default).
+pub const TRACE_RESERVOIR_SIZE: u64 = 100;
+
+/// `instrprof_error`s that merging can warn about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MergeWarning {
+    CountMismatch,
+    CounterOverflow,
+    BitmapMismatch,
+    ValueSiteCountMismatch,
+}
+
+impl MergeWarning {
+    pub fn message(self) -> &'static str {
+        match self {
+            MergeWarning::CountMismatch => {
+                "function basic block count change detected (counter mismatch)"
+            }
+            MergeWarning::CounterOverflow => "counter overflow",
+            MergeWarning::BitmapMismatch => {
+                "function bitmap size change detected (bitmap size mismatch)"
+            }
+            MergeWarning::ValueSiteCountMismatch => {
+                "function value site count change detected (counter mismatch)"
+            }
+        }
+    }
+
+    /// The hint llvm-profdata prints after some of them.
+    pub fn hint(self) -> Option<&'static str> {
+        matches!(
+            self,
+            MergeWarning::CountMismatch | MergeWarning::ValueSiteCountMismatch
+        )
+        .then_some(
+            "Make sure that all profile data to be merged is generated from the same binary.",
+        )
+    }
+}
+
+/// The kinds cannot be merged (LLVM's `mergeProfileKind` error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KindConflict(pub &'static str);
+
+#[derive(Clone, Debug, Default)]
+pub struct ProfileWriter {
+    pub kind: ProfileKind,
+    pub functions: HashMap<Box<[u8]>, HashOrder>,
+    pub binary_ids: Vec<Vec<u8>>,
+    pub temporal: TemporalTraces,
+}
+
+fn saturating_mul_add(x: u64, w: u64, acc: u64, overflow: &mut bool) -> u64 {
+    let product = x.checked_mul(w);
+    match product.and_then(|p| p.checked_add(acc)) {
+        Some(v) => v,
+        None => {
+            *overflow = true;
+            u64::MAX
+        }
+    }
+}
+
+fn clamp(v: u64, overflow: &mut bool) -> u64 {
+    if v > MAX_COUNT {
+        *overflow = true;
+        MAX_COUNT
+    } else {
+        v
+    }
+}
+
+impl ProfileWriter {
+    /// `InstrProfWriter::mergeProfileKind`.
+    pub fn merge_kind(&mut self, other: ProfileKind) -> Result<(), KindConflict> {
+        if self.kind == ProfileKind::UNKNOWN {
+            self.kind = other;
+            return Ok(());
+        }
+        if self.kind.has(ProfileKind::FRONTEND) != other.has(ProfileKind::FRONTEND) {
+            return Err(KindConflict(
+                "Merge IR generated profile with Clang generated profile.",
+            ));
+        }
+        let entry_only = ProfileKind::FUNCTION_ENTRY_ONLY;
+        let entry_first = ProfileKind::ENTRY_FIRST;
+        if (self.kind.has(entry_only) && other.has(entry_first))
+            || (self.kind.has(entry_first) && other.has(entry_only))
+        {
+            return Err(KindConflict(
+                "cannot merge FunctionEntryOnly profiles and BB profiles together",
+            ));
+        }
+        self.kind.insert(other);
+        Ok(())
+    }
+
+    /// `InstrProfWriter::addRecord`: a new (name, hash) is taken (scaled by `weight`), a known one
+    /// is merged into. `warn` gets each warning; LLVM reports only the first per record.
+    /// Returns whether the record was new.
+    pub fn add_record(
+        &mut self,
+        name: &[u8],
+        record: Record,
+        weight: u64,
+        warn: &mut dyn FnMut(MergeWarning),
+    ) -> bool {
+        let map = match self.functions.get_mut(name) {
+            Some(m) => m,
+            None => self.functions.entry(Box::from(name)).or_default(),
+        };
+        let (i, new) = map.entry(record.hash);
+        let dest = &mut map.records[i];
+        if new {
+            *dest = record;
+            if weight > 1 {
+                scale(dest, weight, warn);
+            }
+        } else {
+            merge_record(dest, record, weight, warn);
+        }
+        sort_value_data(dest);
+        new
+    }
+
+    pub fn add_binary_ids(&mut self, ids: Vec<Vec<u8>>) {
+        self.binary_ids.extend(ids);
+    }
+
+    /// `addTemporalProfileTraces` while no stream is sampled (at most the reservoir size).
+    pub fn add_temporal_traces(&mut self, mut src: TemporalTraces) {
+        let dest_sampled = self.temporal.stream_size > TRACE_RESERVOIR_SIZE;
+        let src_sampled = src.stream_size > TRACE_RESERVOIR_SIZE;
+        if !dest_sampled && src_sampled {
+            std::mem::swap(&mut self.temporal, &mut src);
+        }
+        for trace in src.traces {
+            if self.temporal.stream_size < TRACE_RESERVOIR_SIZE {
+                self.temporal.traces.push(trace);
+            }
+            // Beyond the reservoir LLVM replaces a random trace (std::mt19937); not reproduced.
+            self.temporal.stream_size += 1;
+        }
+    }
+
+    /// `mergeRecordsFromWriter` (weight 1), used to reduce LLVM's per-thread writer contexts.
+    pub fn merge_from(&mut self, other: ProfileWriter, warn: &mut dyn FnMut(&[u8], MergeWarning)) {
+        for (name, records) in other.functions {
+            for record in records.into_ordered() {
+                let mut reported = false;
+                self.add_record(&name, record, 1, &mut |w| {
+                    if !reported {
+                        reported = true;
+                        warn(&name, w);
+                    }
+                });
+            }
+        }
+        self.binary_ids.extend(other.binary_ids);
+        self.add_temporal_traces(other.temporal);
+    }
+
+    /// Names kept in the output (`--sparse` drops names whose records are all zero), sorted.
+    fn output_names(&self, sparse: bool) -> Vec<(&[u8], &HashOrder)> {
+        let mut names: Vec<(&[u8], &HashOrder)> = self
+            .functions
+            .iter()
+            .filter(|(_, records)| !sparse || records.iter().any(has_nonzero_data))
+            .map(|(n, r)| (&**n, r))
+            .collect();
+        names.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        names
+    }
+
+    /// The indexed encoding (version 12, or 11 for `--write-prev-version`).
+    pub fn to_indexed(&self, sparse: bool, version: u64) -> Vec<u8> {
+        let entries = self
+            .output_names(sparse)
+            .into_iter()
+            .map(|(name, records)| NameEntry {
+                name,
+                records: records.iter().collect(),
+            })
+            .collect();
+        let mut binary_ids = self.binary_ids.clone();
+        binary_ids.sort();
+        binary_ids.dedup();
+        let profile = IndexedProfile {
+            kind: self.kind,
+            entries,
+            binary_ids,
+            temporal: self.temporal.clone(),
+        };
+        write_indexed(&profile, version)
+    }
+
+    /// The text encoding, records sorted by (name, hash).
+    pub fn write_text(&self, out: &mut dyn std::io::Write, sparse: bool) -> std::io::Result<()> {
+        let names = self.output_names(sparse);
+        let symtab = Symtab::from_names(names.iter().map(|(n, _)| *n));
+        let mut records: Vec<(&[u8], &Record)> = names
+            .iter()
+            .flat_map(|&(name, rs)| rs.iter().map(move |r| (name, r)))
+            .collect();
+        records.sort_by(|a, b| a.0.cmp(b.0).then(a.1.hash.cmp(&b.1.hash)));
+        write_text(out, self.kind, &records, &symtab, &self.temporal)
+    }
+}
+
+fn has_nonzero_data(r: &Record) -> bool {
+    r.counts.iter().any(|&c| c > 0) || r.bitmap.iter().any(|&b| b > 0)
+}
+
+/// `InstrProfRecord::scale(W, 1)`.
+fn scale(r: &mut Record, weight: u64, warn: &mut dyn FnMut(MergeWarning)) {
+    for c in &mut r.counts {
+        let mut overflow = false;
+        let v = saturating_mul_add(*c, weight, 0, &mut overflow);
+        *c = clamp(v, &mut overflow);
+        if overflow {
+            warn(MergeWarning::CounterOverflow);
+        }
+    }
+    for v in r.values.iter_mut().flatten().flatten() {
+        let mut overflow = false;
+        v.count = saturating_mul_add(v.count, weight, 0, &mut overflow);
+        if overflow {
+            warn(MergeWarning::CounterOverflow);
+        }
+    }
+}
+
+fn pseudo_kind(counts: &[u64]) -> u8 {
+    match counts.first() {
+        Some(&PSEUDO_HOT) => 1,
+        Some(&PSEUDO_WARM) => 2,
+        _ => 0,
+    }
+}
+
+/// `InstrProfRecord::merge`.
+fn merge_record(dest: &mut Record, src: Record, weight: u64, warn: &mut dyn FnMut(MergeWarning)) {
+    if dest.counts.len() != src.counts.len() {
+        warn(MergeWarning::CountMismatch);
+        return;
+    }
+    let (this_kind, other_kind) = (pseudo_kind(&dest.counts), pseudo_kind(&src.counts));
+    if this_kind != 0 || other_kind != 0 {
+        if this_kind == 0 || other_kind == 0 {
+            warn(MergeWarning::CountMismatch);
+            return;
+        }
+        dest.counts[0] = if this_kind == 1 || other_kind == 1 {
+            PSEUDO_HOT
+        } else {
+            PSEUDO_WARM
+        };
+        return;
+    }
+    for (d, &s) in dest.counts.iter_mut().zip(&src.counts) {
+        let mut overflow = false;
+        let v = saturating_mul_add(s, weight, *d, &mut overflow);
+        *d = clamp(v, &mut overflow);
+        if overflow {
+            warn(MergeWarning::CounterOverflow);
+        }
+    }
+    if dest.bitmap.len() != src.bitmap.len() {
+        warn(MergeWarning::BitmapMismatch);
+        return;
+    }
+    for (d, s) in dest.bitmap.iter_mut().zip(&src.bitmap) {
+        *d |= s;
+    }
+    for (dest_sites, src_sites) in dest.values.iter_mut().zip(src.values) {
+        if dest_sites.len() != src_sites.len() {
+            warn(MergeWarning::ValueSiteCountMismatch);
+            continue;
+        }
+        for (d, s) in dest_sites.iter_mut().zip(src_sites) {
+            merge_site(d, s, weight, warn);
+        }
+    }
+}
+
+/// `InstrProfValueSiteRecord::merge`: both sides sorted by value; matched values add the
+/// weighted count, values new to `dest` are inserted *unweighted* (LLVM's behaviour).
+fn merge_site(
+    dest: &mut ValueSite,
+    mut src: ValueSite,
+    weight: u64,
+    warn: &mut dyn FnMut(MergeWarning),
+) {
+    dest.sort_by_key(|v| v.value);
+    src.sort_by_key(|v| v.value);
+    let mut merged = Vec::with_capacity(dest.len().max(src.len()));
+    let mut i = 0;
+    for j in src {
+        while i < dest.len() && dest[i].value < j.value {
+            merged.push(dest[i]);
+            i += 1;
+        }
+        if i < dest.len() && dest[i].value == j.value {
+            let mut overflow = false;
+            let mut v = dest[i];
+            v.count = saturating_mul_add(j.count, weight, v.count, &mut overflow);
+            if overflow {
+                warn(MergeWarning::CounterOverflow);
+            }
+            merged.push(v);
+            i += 1;
+            continue;
+        }
+        merged.push(j);
+    }
+    merged.extend_from_slice(&dest[i..]);
+    *dest = merged;
+}
+
+/// `sortValueData`: stable sort by count, descending, then at most 255 values per site.
+fn sort_value_data(r: &mut Record) {
+    for site in r.values.iter_mut().flatten() {
+        if site.len() > 1 {
+            site.sort_by_key(|v| std::cmp::Reverse(v.count));
+        }
+        site.truncate(MAX_VALUES_PER_SITE);
+    }
+}

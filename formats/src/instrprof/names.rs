@@ -1,0 +1,171 @@
+//! Name sections: chunks of `ULEB128 uncompressed length, ULEB128 compressed length (0 = plain),
+//! bytes`, each holding names joined by `\x01`, with zero padding between chunks
+//! (`collectGlobalObjectNameStrings` / `readAndDecodeStrings`).
+
+use std::io::Read;
+
+use super::error::{Error, ErrorKind, Result};
+use super::md5_hash;
+
+/// The separator between names inside a chunk.
+pub const NAME_SEPARATOR: u8 = 0x01;
+
+/// Decoded names: one buffer and the span of each name, in section order.
+#[derive(Clone, Debug, Default)]
+pub struct NameList {
+    buffer: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+}
+
+impl NameList {
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.spans.iter().map(|&(s, e)| &self.buffer[s..e])
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+/// Reads a ULEB128 at `pos`, returning the value and the bytes it took.
+pub fn read_uleb128(data: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let mut value: u64 = 0;
+    let mut shift = 0u32;
+    for (i, &byte) in data.get(pos..)?.iter().enumerate() {
+        let low = u64::from(byte & 0x7f);
+        if shift >= 64 || (shift > 0 && low >> (64 - shift) != 0) {
+            return None;
+        }
+        value |= low << shift;
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+        shift += 7;
+    }
+    None
+}
+
+pub fn write_uleb128(out: &mut Vec<u8>, mut value: u64) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Decodes a whole names section that starts at file offset `base`. An empty name is an error,
+/// as in LLVM ("symbol name is empty").
+pub fn decode_names(section: &[u8], base: usize) -> Result<NameList> {
+    let mut list = NameList::default();
+    let mut pos = 0;
+    while pos < section.len() {
+        let (uncompressed_len, n) = read_uleb128(section, pos).ok_or_else(|| {
+            Error::malformed(base + pos, "bad ULEB128 length in the names section")
+        })?;
+        pos += n;
+        let (compressed_len, n) = read_uleb128(section, pos).ok_or_else(|| {
+            Error::malformed(base + pos, "bad ULEB128 length in the names section")
+        })?;
+        pos += n;
+        let chunk_start = list.buffer.len();
+        if compressed_len != 0 {
+            let input = take(section, pos, compressed_len, base)?;
+            inflate_into(input, uncompressed_len, &mut list.buffer)
+                .map_err(|kind| Error::at_byte(base + pos, kind))?;
+            pos += input.len();
+        } else {
+            let input = take(section, pos, uncompressed_len, base)?;
+            list.buffer.extend_from_slice(input);
+            pos += input.len();
+        }
+        split_names(&mut list, chunk_start, base + pos)?;
+        while section.get(pos) == Some(&0) {
+            pos += 1;
+        }
+    }
+    Ok(list)
+}
+
+fn take(section: &[u8], pos: usize, len: u64, base: usize) -> Result<&[u8]> {
+    usize::try_from(len)
+        .ok()
+        .and_then(|len| section.get(pos..pos.checked_add(len)?))
+        .ok_or_else(|| {
+            Error::malformed(
+                base + pos,
+                format!("names chunk of {len} bytes runs past the end of the names section"),
+            )
+        })
+}
+
+/// Inflates one zlib chunk; LLVM fails when the stream is longer than announced and keeps a
+/// shorter one.
+fn inflate_into(
+    input: &[u8],
+    uncompressed_len: u64,
+    out: &mut Vec<u8>,
+) -> std::result::Result<(), ErrorKind> {
+    let limit = uncompressed_len.saturating_add(1);
+    let mut decoder = flate2::read::ZlibDecoder::new(input).take(limit);
+    let before = out.len();
+    decoder
+        .read_to_end(out)
+        .map_err(|_| ErrorKind::UncompressFailed)?;
+    if (out.len() - before) as u64 > uncompressed_len {
+        return Err(ErrorKind::UncompressFailed);
+    }
+    Ok(())
+}
+
+fn split_names(list: &mut NameList, chunk_start: usize, offset: usize) -> Result<()> {
+    let chunk = &list.buffer[chunk_start..];
+    let mut start = chunk_start;
+    for piece in chunk.split(|&b| b == NAME_SEPARATOR) {
+        if piece.is_empty() {
+            return Err(Error::malformed(offset, "symbol name is empty"));
+        }
+        list.spans.push((start, start + piece.len()));
+        start += piece.len() + 1;
+    }
+    Ok(())
+}
+
+/// Encodes names as one uncompressed chunk (what clang writes without zlib).
+pub fn encode_names_plain(names: &[&[u8]], out: &mut Vec<u8>) {
+    let joined = names.join(&NAME_SEPARATOR);
+    write_uleb128(out, joined.len() as u64);
+    write_uleb128(out, 0);
+    out.extend_from_slice(&joined);
+}
+
+/// MD5 → name lookups over the names of one profile (`InstrProfSymtab`).
+#[derive(Clone, Debug, Default)]
+pub struct Symtab {
+    /// Sorted by hash; the first name seen wins for a hash.
+    entries: Vec<(u64, Box<[u8]>)>,
+}
+
+impl Symtab {
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Symtab {
+        let mut entries: Vec<(u64, Box<[u8]>)> = names
+            .into_iter()
+            .map(|n| (md5_hash(n), Box::from(n)))
+            .collect();
+        entries.sort_by_key(|e| e.0);
+        entries.dedup_by_key(|e| e.0);
+        Symtab { entries }
+    }
+
+    pub fn name(&self, hash: u64) -> Option<&[u8]> {
+        let i = self.entries.binary_search_by_key(&hash, |e| e.0).ok()?;
+        Some(&self.entries[i].1)
+    }
+}

@@ -1,0 +1,543 @@
+//! Reader for raw `.profraw` files, following `RawInstrProfReader` (InstrProfReader.cpp): 32- and
+//! 64-bit, either byte order, versions 5, 7, 8, 9 and 10, several profiles back to back.
+
+pub mod data;
+pub mod header;
+
+use crate::bytes::{Bytes, Endian};
+
+use super::error::{Error, ErrorKind, Result};
+use super::kind::{variant, ProfileKind};
+use super::names::{decode_names, NameList};
+use super::record::{Record, IPVK_INDIRECT_CALL_TARGET, IPVK_VTABLE_TARGET};
+use super::value_prof::parse_block;
+use super::{md5_hash, TemporalTrace, TemporalTraces};
+use data::{read_vtable, vtable_record_size, DataLayout, ProfileData};
+pub use header::{RawHeader, LLVM19_VERSION, SUPPORTED_VERSIONS};
+
+pub const MAGIC_64: u64 = 0xff6c_7072_6f66_7281;
+pub const MAGIC_32: u64 = 0xff6c_7072_6f66_5281;
+
+/// Counters above this make LLVM warn "excessively large counter value".
+pub const MAX_COUNTER_VALUE: u64 = 1 << 56;
+
+/// (pointer size is 64 bits, byte order) from the first 8 bytes, if they are a raw magic.
+pub fn detect(data: &[u8]) -> Option<(bool, Endian)> {
+    let word = u64::from_le_bytes(data.get(..8)?.try_into().ok()?);
+    [(MAGIC_64, true), (MAGIC_32, false)]
+        .into_iter()
+        .find_map(|(magic, ptr64)| {
+            if word == magic {
+                Some((ptr64, Endian::Little))
+            } else if word == magic.swap_bytes() {
+                Some((ptr64, Endian::Big))
+            } else {
+                None
+            }
+        })
+}
+
+pub fn has_format(data: &[u8]) -> bool {
+    detect(data).is_some()
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RawOptions {
+    /// Accept only this raw version (llvm-profdata-19 accepts only 10); `None` accepts all
+    /// supported versions.
+    pub only_version: Option<u64>,
+}
+
+/// A raw file being read: the first header is decoded by [`RawReader::new`], every profile's
+/// records by [`RawReader::read_records`].
+pub struct RawReader<'a> {
+    bytes: Bytes<'a>,
+    ptr64: bool,
+    options: RawOptions,
+    first: RawHeader,
+    pub binary_ids: Vec<Vec<u8>>,
+    /// Counter values LLVM warns about (llvm-profdata counts each as an input error).
+    pub warnings: Vec<Error>,
+    /// (timestamp, NameRef) of functions with a temporal timestamp.
+    timestamps: Vec<(u64, u64)>,
+}
+
+/// Byte positions of one profile's sections.
+struct Sections {
+    data: usize,
+    counters: usize,
+    counters_end: usize,
+    bitmap: usize,
+    bitmap_end: usize,
+    names: usize,
+    names_end: usize,
+    vtables: usize,
+    vnames: usize,
+    vnames_end: usize,
+    value_data: usize,
+}
+
+fn padding_to_8(n: u64) -> u64 {
+    (8 - n % 8) % 8
+}
+
+impl<'a> RawReader<'a> {
+    pub fn new(data: &'a [u8], options: RawOptions) -> Result<RawReader<'a>> {
+        let (ptr64, endian) = detect(data).ok_or(Error::at_byte(0, ErrorKind::BadMagic))?;
+        let bytes = Bytes::new(data, endian);
+        let first = RawHeader::parse(bytes, 0, options.only_version)?;
+        Ok(RawReader {
+            bytes,
+            ptr64,
+            options,
+            first,
+            binary_ids: Vec::new(),
+            warnings: Vec::new(),
+            timestamps: Vec::new(),
+        })
+    }
+
+    pub fn header(&self) -> &RawHeader {
+        &self.first
+    }
+
+    pub fn endian(&self) -> Endian {
+        self.bytes.endian
+    }
+
+    pub fn is_64_bit(&self) -> bool {
+        self.ptr64
+    }
+
+    /// The kind of the first profile (what llvm-profdata merges before reading records).
+    pub fn kind(&self) -> ProfileKind {
+        ProfileKind::from_raw_version(self.first.version_word)
+    }
+
+    /// The temporal trace of this file: functions ordered by timestamp, with `weight`.
+    pub fn temporal_traces(&mut self, weight: u64) -> TemporalTraces {
+        if self.timestamps.is_empty() {
+            return TemporalTraces::default();
+        }
+        self.timestamps.sort_unstable();
+        TemporalTraces {
+            traces: vec![TemporalTrace {
+                weight,
+                names: self.timestamps.iter().map(|&(_, n)| n).collect(),
+            }],
+            stream_size: 1,
+        }
+    }
+
+    /// Reads every record of every profile in the file, handing each to `sink` with its name.
+    /// On error, the records already handed out stay handed out (as in LLVM).
+    pub fn read_records(&mut self, sink: &mut dyn FnMut(&[u8], Record)) -> Result<()> {
+        let mut header = self.first;
+        let mut start = 0usize;
+        loop {
+            let next = self.read_profile(&header, start, sink)?;
+            match self.next_header_pos(next)? {
+                None => return Ok(()),
+                Some(pos) => {
+                    header = RawHeader::parse(self.bytes, pos, self.options.only_version)?;
+                    start = pos;
+                }
+            }
+        }
+    }
+
+    /// Where the next concatenated profile starts, skipping zero padding (`readNextHeader`).
+    fn next_header_pos(&self, mut pos: usize) -> Result<Option<usize>> {
+        let data = self.bytes.data;
+        while pos < data.len() && data[pos] == 0 {
+            pos += 1;
+        }
+        if pos >= data.len() {
+            return Ok(None);
+        }
+        if data.len() - pos < self.first.size {
+            return Err(Error::malformed(pos, "not enough space for another header"));
+        }
+        if !pos.is_multiple_of(8) {
+            return Err(Error::malformed(pos, "insufficient padding"));
+        }
+        let magic = if self.ptr64 { MAGIC_64 } else { MAGIC_32 };
+        if self.bytes.u64(pos) != Some(magic) {
+            return Err(Error::at_byte(pos, ErrorKind::BadMagic));
+        }
+        Ok(Some(pos))
+    }
+
+    fn sections(&self, h: &RawHeader, start: usize) -> Result<Sections> {
+        let bad = |why: String| Error::at_byte(start, ErrorKind::BadHeader(why));
+        let layout = DataLayout::new(h.version(), self.ptr64);
+        let counter_size: u64 = if h.version_word & variant::BYTE_COVERAGE != 0 {
+            1
+        } else {
+            8
+        };
+        if !h.binary_ids_size.is_multiple_of(8) {
+            return Err(bad(format!(
+                "binary ids size {} is not a multiple of 8",
+                h.binary_ids_size
+            )));
+        }
+        // Offsets as LLVM computes them, in 128-bit arithmetic so that no field can wrap.
+        let start_u = start as u128;
+        let data = start_u + h.size as u128 + u128::from(h.binary_ids_size);
+        let binary_ids_end = data;
+        let counters = data
+            + u128::from(h.num_data) * layout.size as u128
+            + u128::from(h.padding_before_counters);
+        let counters_size = u128::from(h.num_counters) * u128::from(counter_size);
+        let bitmap = counters + counters_size + u128::from(h.padding_after_counters);
+        let names = bitmap + u128::from(h.num_bitmap_bytes) + u128::from(h.padding_after_bitmap);
+        let vtables = names + u128::from(h.names_size) + u128::from(padding_to_8(h.names_size));
+        let vtables_size = u128::from(h.num_vtables) * vtable_record_size(self.ptr64) as u128;
+        let vnames = vtables + vtables_size + u128::from(padding_to_8(vtables_size as u64));
+        let value_data =
+            vnames + u128::from(h.vnames_size) + u128::from(padding_to_8(h.vnames_size));
+        let len = self.bytes.len() as u128;
+        if binary_ids_end > len || value_data > len {
+            return Err(bad(format!(
+                "the sections end at byte {value_data}, past the end of the {len}-byte file"
+            )));
+        }
+        let u = |v: u128| v as usize;
+        Ok(Sections {
+            data: u(data),
+            counters: u(counters),
+            counters_end: u(counters + counters_size),
+            bitmap: u(bitmap),
+            bitmap_end: u(bitmap + u128::from(h.num_bitmap_bytes)),
+            names: u(names),
+            names_end: u(names + u128::from(h.names_size)),
+            vtables: u(vtables),
+            vnames: u(vnames),
+            vnames_end: u(vnames + u128::from(h.vnames_size)),
+            value_data: u(value_data),
+        })
+    }
+
+    fn read_binary_ids(&mut self, start: usize, end: usize) -> Result<()> {
+        let mut pos = start;
+        while pos < end {
+            if end - pos < 8 {
+                return Err(Error::malformed(
+                    pos,
+                    "not enough data to read binary id length",
+                ));
+            }
+            let len = self.bytes.u64(pos).unwrap_or(0);
+            pos += 8;
+            if len == 0 {
+                return Err(Error::malformed(pos - 8, "binary id length is 0"));
+            }
+            let padded = len.checked_next_multiple_of(8).unwrap_or(u64::MAX);
+            if ((end - pos) as u64) < padded {
+                return Err(Error::malformed(
+                    pos - 8,
+                    "not enough data to read binary id data",
+                ));
+            }
+            self.binary_ids
+                .push(self.bytes.data[pos..pos + len as usize].to_vec());
+            pos += padded as usize;
+        }
+        Ok(())
+    }
+
+    /// Reads one profile starting at `start`; returns where its value data ends.
+    fn read_profile(
+        &mut self,
+        h: &RawHeader,
+        start: usize,
+        sink: &mut dyn FnMut(&[u8], Record),
+    ) -> Result<usize> {
+        let s = self.sections(h, start)?;
+        self.read_binary_ids(start + h.size, start + h.size + h.binary_ids_size as usize)?;
+        let layout = DataLayout::new(h.version(), self.ptr64);
+        let names = decode_names(&self.bytes.data[s.names..s.names_end], s.names)?;
+        let vnames = decode_names(&self.bytes.data[s.vnames..s.vnames_end], s.vnames)?;
+        let symtab = NameIndex::new(&names, &vnames);
+        let records: Vec<ProfileData> = (0..h.num_data as usize)
+            .map(|i| layout.read(&self.bytes, s.data + i * layout.size))
+            .collect();
+        let addresses = AddressMap::new(&records, self.vtables(h, &s));
+        let mut ctx = ProfileCursor {
+            relative_pointers: uses_relative_pointers(h),
+            byte_coverage: h.version_word & variant::BYTE_COVERAGE != 0,
+            temporal: h.version_word & variant::TEMPORAL_PROF != 0,
+            counters_delta: h.counters_delta,
+            bitmap_delta: h.bitmap_delta,
+            value_data: s.value_data,
+            value_kind_last: if h.version() >= 10 { 2 } else { 1 },
+        };
+        for (i, d) in records.iter().enumerate() {
+            let at = s.data + i * layout.size;
+            let name = symtab.name(d.name_ref);
+            let record = self.read_record(&mut ctx, d, at, &s, name, &addresses)?;
+            sink(name, record);
+            // advanceData(): v8+ counter and bitmap pointers are relative to their own record.
+            if ctx.relative_pointers {
+                ctx.counters_delta = ctx.counters_delta.wrapping_sub(layout.size as u64);
+                ctx.bitmap_delta = ctx.bitmap_delta.wrapping_sub(layout.size as u64);
+            }
+        }
+        Ok(ctx.value_data)
+    }
+
+    fn vtables(&self, h: &RawHeader, s: &Sections) -> Vec<(u64, u64, u64)> {
+        let size = vtable_record_size(self.ptr64);
+        (0..h.num_vtables as usize)
+            .map(|i| read_vtable(&self.bytes, s.vtables + i * size, self.ptr64))
+            .map(|v| {
+                (
+                    v.pointer,
+                    v.pointer.wrapping_add(u64::from(v.size)),
+                    v.name_hash,
+                )
+            })
+            .collect()
+    }
+
+    fn read_record(
+        &mut self,
+        ctx: &mut ProfileCursor,
+        d: &ProfileData,
+        at: usize,
+        s: &Sections,
+        name: &[u8],
+        addresses: &AddressMap,
+    ) -> Result<Record> {
+        let counts = self.read_counts(ctx, d, at, s, name)?;
+        let bitmap = self.read_bitmap(ctx, d, at, s)?;
+        let mut record = Record {
+            hash: d.func_hash,
+            counts,
+            bitmap,
+            ..Record::default()
+        };
+        if d.num_value_sites.iter().any(|&n| n != 0) {
+            let block = parse_block(self.bytes, ctx.value_data, ctx.value_kind_last)?;
+            for (kind, mut sites) in block.kinds {
+                if kind == IPVK_INDIRECT_CALL_TARGET || kind == IPVK_VTABLE_TARGET {
+                    for v in sites.iter_mut().flatten() {
+                        v.value = addresses.remap(kind, v.value);
+                    }
+                }
+                record.values[kind].extend(sites);
+            }
+            ctx.value_data += block.total_size as usize;
+        }
+        Ok(record)
+    }
+
+    fn read_counts(
+        &mut self,
+        ctx: &ProfileCursor,
+        d: &ProfileData,
+        at: usize,
+        s: &Sections,
+        name: &[u8],
+    ) -> Result<Vec<u64>> {
+        let counter_size = if ctx.byte_coverage { 1 } else { 8 };
+        if d.num_counters == 0 {
+            return Err(Error::malformed(at, "number of counters is zero"));
+        }
+        let offset = d.counter_ptr.wrapping_sub(ctx.counters_delta) as i64;
+        let section_len = (s.counters_end - s.counters) as i64;
+        if offset < 0 {
+            return Err(Error::malformed(
+                at,
+                format!("counter offset {offset} is negative"),
+            ));
+        }
+        if offset >= section_len {
+            return Err(Error::malformed(
+                at,
+                format!(
+                    "counter offset {offset} is greater than the maximum counter offset {}",
+                    section_len - 1
+                ),
+            ));
+        }
+        let max = (section_len - offset) as u64 / counter_size as u64;
+        if u64::from(d.num_counters) > max {
+            return Err(Error::malformed(
+                at,
+                format!(
+                    "number of counters {} is greater than the maximum number of counters {max}",
+                    d.num_counters
+                ),
+            ));
+        }
+        let base = s.counters + offset as usize;
+        let mut counts = Vec::with_capacity(d.num_counters as usize);
+        let mut i = 0usize;
+        while i < d.num_counters as usize {
+            let p = base + i * counter_size;
+            if i == 0 && ctx.temporal {
+                let ts = self.bytes.u64(p).unwrap_or(0);
+                if ts != 0 && ts != u64::MAX {
+                    self.timestamps.push((ts, d.name_ref));
+                }
+                // The timestamp is 8 bytes even when the other counters are single bytes.
+                i += if ctx.byte_coverage { 8 } else { 1 };
+                continue;
+            }
+            if ctx.byte_coverage {
+                counts.push(u64::from(self.bytes.data.get(p) == Some(&0)));
+            } else {
+                let v = self.bytes.u64(p).unwrap_or(0);
+                if v > MAX_COUNTER_VALUE {
+                    self.warnings.push(Error::at_byte(
+                        p,
+                        ErrorKind::CounterValueTooLarge {
+                            function: String::from_utf8_lossy(name).into_owned(),
+                            value: v,
+                        },
+                    ));
+                }
+                counts.push(v);
+            }
+            i += 1;
+        }
+        Ok(counts)
+    }
+
+    fn read_bitmap(
+        &self,
+        ctx: &ProfileCursor,
+        d: &ProfileData,
+        at: usize,
+        s: &Sections,
+    ) -> Result<Vec<u8>> {
+        if d.num_bitmap_bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let offset = d.bitmap_ptr.wrapping_sub(ctx.bitmap_delta) as i64;
+        let section_len = (s.bitmap_end - s.bitmap) as i64;
+        if offset < 0 {
+            return Err(Error::malformed(
+                at,
+                format!("bitmap offset {offset} is negative"),
+            ));
+        }
+        if offset >= section_len {
+            return Err(Error::malformed(
+                at,
+                format!(
+                    "bitmap offset {offset} is greater than the maximum bitmap offset {}",
+                    section_len - 1
+                ),
+            ));
+        }
+        let max = (section_len - offset) as u64;
+        if u64::from(d.num_bitmap_bytes) > max {
+            return Err(Error::malformed(
+                at,
+                format!(
+                    "number of bitmap bytes {} is greater than the maximum number of bitmap bytes {max}",
+                    d.num_bitmap_bytes
+                ),
+            ));
+        }
+        let base = s.bitmap + offset as usize;
+        Ok(self.bytes.data[base..base + d.num_bitmap_bytes as usize].to_vec())
+    }
+}
+
+/// Whether counter and bitmap pointers are relative to their data record (and so shift by one
+/// record size per record). They are from v8 on and absolute in v5. Version 7 files exist in
+/// both forms (LLVM 13's own test inputs include one of each): absolute files hold addresses in
+/// both deltas, close to each other, while a relative CountersDelta is a small section distance.
+fn uses_relative_pointers(h: &RawHeader) -> bool {
+    match h.version() {
+        0..=6 => false,
+        7 => {
+            let counters = h.counters_delta as i64;
+            let to_names = counters.wrapping_sub(h.names_delta as i64).unsigned_abs();
+            to_names >= counters.unsigned_abs()
+        }
+        _ => true,
+    }
+}
+
+/// Per-profile reading state that advances record by record.
+struct ProfileCursor {
+    relative_pointers: bool,
+    byte_coverage: bool,
+    temporal: bool,
+    counters_delta: u64,
+    bitmap_delta: u64,
+    value_data: usize,
+    value_kind_last: usize,
+}
+
+/// NameRef → name over a profile's function and vtable names (`InstrProfSymtab`).
+struct NameIndex<'n> {
+    sorted: Vec<(u64, &'n [u8])>,
+}
+
+impl<'n> NameIndex<'n> {
+    fn new(names: &'n NameList, vnames: &'n NameList) -> NameIndex<'n> {
+        let mut sorted: Vec<(u64, &[u8])> = names
+            .iter()
+            .chain(vnames.iter())
+            .map(|n| (md5_hash(n), n))
+            .collect();
+        sorted.sort_unstable();
+        sorted.dedup_by_key(|e| e.0);
+        NameIndex { sorted }
+    }
+
+    /// The name, or an empty name when the symtab lacks the hash (as LLVM does).
+    fn name(&self, hash: u64) -> &'n [u8] {
+        match self.sorted.binary_search_by_key(&hash, |e| e.0) {
+            Ok(i) => self.sorted[i].1,
+            Err(_) => &[],
+        }
+    }
+}
+
+/// Function address → NameRef, and vtable address range → vtable name hash, for value remapping.
+struct AddressMap {
+    functions: Vec<(u64, u64)>,
+    /// (start, end inclusive, name hash), sorted by start.
+    vtables: Vec<(u64, u64, u64)>,
+}
+
+impl AddressMap {
+    fn new(records: &[ProfileData], mut vtables: Vec<(u64, u64, u64)>) -> AddressMap {
+        let mut functions: Vec<(u64, u64)> = records
+            .iter()
+            .filter(|d| d.function_pointer != 0)
+            .map(|d| (d.function_pointer, d.name_ref))
+            .collect();
+        functions.sort_unstable();
+        functions.dedup();
+        vtables.sort_unstable();
+        AddressMap { functions, vtables }
+    }
+
+    /// The value LLVM stores: the callee's NameRef (0 for an unknown address), or the vtable's
+    /// name hash.
+    fn remap(&self, kind: usize, address: u64) -> u64 {
+        if kind == IPVK_INDIRECT_CALL_TARGET {
+            let i = self.functions.partition_point(|&(a, _)| a < address);
+            match self.functions.get(i) {
+                Some(&(a, name)) if a == address => name,
+                _ => 0,
+            }
+        } else {
+            let i = self
+                .vtables
+                .partition_point(|&(start, _, _)| start <= address);
+            match i.checked_sub(1).map(|i| self.vtables[i]) {
+                Some((_, end, hash)) if address <= end => hash,
+                _ => 0,
+            }
+        }
+    }
+}
