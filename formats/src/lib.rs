@@ -4,3 +4,4 @@
 pub mod bolt;
 pub mod bytes;
 pub mod perf;
+pub mod sampleprof;

@@ -1,0 +1,42 @@
+//! Sample (AutoFDO / SPGO) profiles: one in-memory model and the formats that carry it —
+//! LLVM text, LLVM raw binary and ExtBinary, GCC AutoFDO gcov, AutoFDO GCOV v4.
+
+pub mod error;
+pub mod model;
+pub mod summary;
+pub mod text;
+
+pub use error::{Error, Result};
+pub use model::{
+    Context, ContextFrame, FunctionId, FunctionSamples, LineLocation, Profile, ProfileKind,
+    SampleRecord,
+};
+
+/// The encodings of a sample profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    /// LLVM raw binary (`SPF_Binary`).
+    Binary,
+    /// LLVM extensible binary (`SPF_Ext_Binary`).
+    ExtBinary,
+}
+
+/// LLVM's `SPMagic(format)`: "SPROF42" followed by the format byte.
+pub(crate) const fn llvm_magic(format_byte: u8) -> u64 {
+    0x5350_524F_4634_3200 | format_byte as u64
+}
+
+/// Decides the encoding from the content, in the order LLVM's reader factory tries them.
+pub fn detect(data: &[u8]) -> Option<Format> {
+    let mut c =
+        crate::bytes::Cursor::new(crate::bytes::Bytes::new(data, crate::bytes::Endian::Little));
+    match leb::read_uleb(&mut c) {
+        Some(m) if m == llvm_magic(0x04) => return Some(Format::ExtBinary),
+        Some(m) if m == llvm_magic(0xFF) => return Some(Format::Binary),
+        _ => {}
+    }
+    text::is_text(data).then_some(Format::Text)
+}
+
+pub mod leb;
