@@ -1,6 +1,7 @@
 //! Sample (AutoFDO / SPGO) profiles: one in-memory model and the formats that carry it —
 //! LLVM text, LLVM raw binary and ExtBinary, GCC AutoFDO gcov, AutoFDO GCOV v4.
 
+pub mod binary;
 pub mod error;
 pub mod model;
 pub mod summary;
@@ -37,6 +38,16 @@ pub fn detect(data: &[u8]) -> Option<Format> {
         _ => {}
     }
     text::is_text(data).then_some(Format::Text)
+}
+
+/// Reads a sample profile in any LLVM encoding.
+pub fn read(data: &[u8]) -> Result<Profile> {
+    match detect(data) {
+        Some(Format::ExtBinary) => binary::read_ext(data),
+        Some(Format::Binary) => binary::read_raw(data),
+        Some(Format::Text) => text::read(data),
+        None => Err(Error::UnrecognizedFormat),
+    }
 }
 
 pub mod leb;
