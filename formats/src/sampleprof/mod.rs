@@ -3,6 +3,7 @@
 
 pub mod binary;
 pub mod error;
+pub mod gcov;
 pub mod model;
 pub mod summary;
 pub mod text;
@@ -21,6 +22,8 @@ pub enum Format {
     Binary,
     /// LLVM extensible binary (`SPF_Ext_Binary`).
     ExtBinary,
+    /// GCC AutoFDO gcov of the given version.
+    Gcov(gcov::Version),
 }
 
 /// LLVM's `SPMagic(format)`: "SPROF42" followed by the format byte.
@@ -37,6 +40,9 @@ pub fn detect(data: &[u8]) -> Option<Format> {
         Some(m) if m == llvm_magic(0xFF) => return Some(Format::Binary),
         _ => {}
     }
+    if let Some(v) = gcov::detect(data) {
+        return Some(Format::Gcov(v));
+    }
     text::is_text(data).then_some(Format::Text)
 }
 
@@ -46,6 +52,7 @@ pub fn read(data: &[u8]) -> Result<Profile> {
         Some(Format::ExtBinary) => binary::read_ext(data),
         Some(Format::Binary) => binary::read_raw(data),
         Some(Format::Text) => text::read(data),
+        Some(Format::Gcov(_)) => gcov::read(data),
         None => Err(Error::UnrecognizedFormat),
     }
 }

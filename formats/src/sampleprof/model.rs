@@ -320,6 +320,10 @@ pub struct Profile {
     pub symbol_list: BTreeSet<Arc<[u8]>>,
     /// ExtBinary "partial profile" summary flag.
     pub partial: bool,
+    /// GCOV v3: the source file each function name comes from.
+    pub source_files: BTreeMap<FunctionId, Arc<[u8]>>,
+    /// GCOV v3: first-execution timestamp of top-level functions (time-profile reordering).
+    pub timestamps: BTreeMap<FunctionId, u64>,
 }
 
 impl Profile {
