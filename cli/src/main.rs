@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod demo;
+mod sampleprof;
 mod script;
 
 use std::process::ExitCode;
@@ -27,6 +28,12 @@ enum Command {
     Demo(demo::Args),
     /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
     Script(script::Args),
+    /// Convert a sample profile between LLVM text/binary/ExtBinary and GCC gcov.
+    Convert(sampleprof::ConvertArgs),
+    /// Merge sample profiles (`--sample`), with weights.
+    Merge(sampleprof::MergeArgs),
+    /// Print a sample profile (`--sample`) as LLVM text.
+    Show(sampleprof::ShowArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +42,9 @@ fn main() -> ExitCode {
         Command::Aggregate(args) => aggregate::run(args),
         Command::Script(args) => script::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Convert(args) => sampleprof::convert(args),
+        Command::Merge(args) => sampleprof::merge(args),
+        Command::Show(args) => sampleprof::show(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,4 +9,5 @@ pub mod functions;
 pub mod mapping;
 pub mod output;
 pub mod progress;
+pub mod sampleprof;
 pub mod table;
