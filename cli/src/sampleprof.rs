@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use engine::sampleprof::{self, Input, MergeOptions, OutputFormat};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
+use formats::sampleprof::gcov_v4 as v4;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum To {
@@ -19,6 +20,12 @@ pub enum To {
     GcovV1,
     GcovV2,
     GcovV3,
+    /// AutoFDO GCOV v4, binary (normal mode).
+    GcovV4,
+    /// AutoFDO GCOV v4, binary in compact (varint) mode.
+    GcovV4Compact,
+    /// AutoFDO GCOV v4, textual format.
+    GcovV4Text,
 }
 
 #[derive(Args)]
@@ -51,13 +58,16 @@ impl Encoding {
             To::GcovV1 => OutputFormat::Gcov(Version::V1),
             To::GcovV2 => OutputFormat::Gcov(Version::V2),
             To::GcovV3 => OutputFormat::Gcov(Version::V3),
+            To::GcovV4 => OutputFormat::GcovV4(v4::Encoding::Binary),
+            To::GcovV4Compact => OutputFormat::GcovV4(v4::Encoding::Compact),
+            To::GcovV4Text => OutputFormat::GcovV4(v4::Encoding::Text),
         }
     }
 }
 
 #[derive(Args)]
 pub struct ConvertArgs {
-    /// Input profile (text, binary, ExtBinary or gcov; detected from the content).
+    /// Input profile (text, binary, ExtBinary, gcov or GCOV v4; detected from the content).
     input: PathBuf,
     #[arg(short, long)]
     output: PathBuf,
@@ -66,8 +76,7 @@ pub struct ConvertArgs {
 }
 
 pub fn convert(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let profile = sampleprof::read(&args.input)?;
-    sampleprof::write(&profile, args.encoding.format(), &args.output)?;
+    sampleprof::convert(&args.input, args.encoding.format(), &args.output)?;
     Ok(())
 }
 

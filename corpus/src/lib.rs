@@ -10,6 +10,7 @@
 mod cfg;
 mod perf_writer;
 mod rng;
+pub mod sampleprof;
 mod walk;
 
 use std::io::{self, Seek, SeekFrom, Write};

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::gcov::{self, Version};
+use formats::sampleprof::gcov_v4;
 use formats::sampleprof::{self as sp, text, Profile};
 
 use crate::output::write_atomically;
@@ -144,6 +145,8 @@ pub enum OutputFormat {
     Binary,
     ExtBinary(ExtBinaryOptions),
     Gcov(Version),
+    /// AutoFDO GCOV v4: binary, compact or text.
+    GcovV4(gcov_v4::Encoding),
 }
 
 /// Writes `profile` to `out` in `format`.
@@ -158,7 +161,33 @@ pub fn write_to(
         OutputFormat::Binary => binary::write_raw(profile, &mut w),
         OutputFormat::ExtBinary(o) => binary::write_ext(profile, &o, &mut w),
         OutputFormat::Gcov(v) => gcov::write(profile, v, &mut w),
+        OutputFormat::GcovV4(e) => gcov_v4::write(profile, e, &mut w),
     }
+}
+
+/// Converts the profile in `input` to `format` in `output`. A GCOV v4 input written as v4
+/// goes through the v4 document, so symbol IDs, the stored summary and extension records
+/// (binary to binary) are kept; everything else goes through the common model.
+pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> {
+    let data = std::fs::read(input).map_err(|source| Error::Io {
+        path: input.to_path_buf(),
+        source,
+    })?;
+    let format_error = |source| Error::Format {
+        path: input.to_path_buf(),
+        source,
+    };
+    if let (OutputFormat::GcovV4(e), Some(_)) = (format, gcov_v4::detect(&data)) {
+        let doc = gcov_v4::read_document(&data).map_err(format_error)?;
+        let mut buf = Vec::new();
+        gcov_v4::write_document(&doc, e, &mut buf).map_err(|source| Error::Write {
+            path: output.to_path_buf(),
+            source,
+        })?;
+        return write_bytes(&buf, output);
+    }
+    let profile = sp::read(&data).map_err(format_error)?;
+    write(&profile, format, output)
 }
 
 /// Writes `profile` to `path` atomically (no partial file on failure).
@@ -169,7 +198,11 @@ pub fn write(profile: &Profile, format: OutputFormat, path: &Path) -> Result<()>
         path: path.to_path_buf(),
         source,
     })?;
-    write_atomically(path, |w| w.write_all(&buf)).map_err(|e| match e {
+    write_bytes(&buf, path)
+}
+
+fn write_bytes(buf: &[u8], path: &Path) -> Result<()> {
+    write_atomically(path, |w| w.write_all(buf)).map_err(|e| match e {
         crate::error::Error::Io { path, source } => Error::Io { path, source },
         other => Error::Incompatible(other.to_string()),
     })

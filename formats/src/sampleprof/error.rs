@@ -20,6 +20,14 @@ pub enum Error {
     Truncated { offset: u64, what: &'static str },
     /// A structure is present but its content is invalid.
     Malformed { offset: u64, what: String },
+    /// A GCOV v4 text profile could not be parsed (1-based line and column).
+    V4Text {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The profile is well-formed but inconsistent (e.g. refers to an undeclared symbol).
+    Invalid(String),
     /// A binary profile of a version this reader does not know.
     UnsupportedVersion { offset: u64, version: u64 },
     /// A zlib-compressed section failed to inflate.
@@ -55,6 +63,12 @@ impl fmt::Display for Error {
                 };
                 write!(f, "{line}: {what}{found}")
             }
+            Error::V4Text {
+                line,
+                column,
+                message,
+            } => write!(f, "{line}:{column}: {message}"),
+            Error::Invalid(m) => write!(f, "invalid profile: {m}"),
             Error::CounterOverflow => f.write_str("Counter overflow"),
             Error::Truncated { offset, what } => {
                 write!(f, "byte offset {offset}: truncated {what}")
@@ -85,7 +99,7 @@ impl Error {
     /// `file: …` otherwise.
     pub fn located(&self, file: &str) -> String {
         match self {
-            Error::Text { .. } => format!("{file}:{self}"),
+            Error::Text { .. } | Error::V4Text { .. } => format!("{file}:{self}"),
             _ => format!("{file}: {self}"),
         }
     }

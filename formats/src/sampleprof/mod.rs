@@ -4,6 +4,7 @@
 pub mod binary;
 pub mod error;
 pub mod gcov;
+pub mod gcov_v4;
 pub mod model;
 pub mod summary;
 pub mod text;
@@ -24,6 +25,8 @@ pub enum Format {
     ExtBinary,
     /// GCC AutoFDO gcov of the given version.
     Gcov(gcov::Version),
+    /// AutoFDO GCOV v4 in one of its encodings.
+    GcovV4(gcov_v4::Encoding),
 }
 
 /// LLVM's `SPMagic(format)`: "SPROF42" followed by the format byte.
@@ -43,6 +46,9 @@ pub fn detect(data: &[u8]) -> Option<Format> {
     if let Some(v) = gcov::detect(data) {
         return Some(Format::Gcov(v));
     }
+    if let Some(e) = gcov_v4::detect(data) {
+        return Some(Format::GcovV4(e));
+    }
     text::is_text(data).then_some(Format::Text)
 }
 
@@ -53,6 +59,7 @@ pub fn read(data: &[u8]) -> Result<Profile> {
         Some(Format::Binary) => binary::read_raw(data),
         Some(Format::Text) => text::read(data),
         Some(Format::Gcov(_)) => gcov::read(data),
+        Some(Format::GcovV4(_)) => gcov_v4::read(data),
         None => Err(Error::UnrecognizedFormat),
     }
 }
