@@ -5,6 +5,7 @@ mod demo;
 mod llvm_profdata;
 mod merge_fdata;
 mod perf2bolt;
+mod sampleprof;
 mod script;
 
 use std::process::ExitCode;
@@ -30,6 +31,12 @@ enum Command {
     Demo(demo::Args),
     /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
     Script(script::Args),
+    /// Convert a sample profile between LLVM text/binary/ExtBinary and GCC gcov.
+    Convert(sampleprof::ConvertArgs),
+    /// Merge sample profiles (`--sample`), with weights.
+    Merge(sampleprof::MergeArgs),
+    /// Print a sample profile (`--sample`) as LLVM text.
+    Show(sampleprof::ShowArgs),
     /// A drop-in for `llvm-profdata merge` on instrumentation profiles (LLVM option spelling).
     LlvmProfdata(llvm_profdata::Args),
     /// Drop-in for LLVM's perf2bolt: `perf2bolt BINARY -p CAPTURE -o OUT.fdata [--pa] [--ba]`.
@@ -69,6 +76,9 @@ fn main() -> ExitCode {
         Command::Perf2bolt { args } => perf2bolt::run(&args),
         Command::MergeFdata(args) => return merge_fdata::run_subcommand(args),
         Command::LlvmProfdata(args) => llvm_profdata::run(args),
+        Command::Convert(args) => sampleprof::convert(args),
+        Command::Merge(args) => sampleprof::merge(args),
+        Command::Show(args) => sampleprof::show(args),
     };
     finish(result)
 }

@@ -11,6 +11,7 @@ mod cfg;
 pub mod fdata;
 mod perf_writer;
 mod rng;
+pub mod sampleprof;
 mod walk;
 
 use std::io::{self, Seek, SeekFrom, Write};

@@ -11,4 +11,5 @@ pub mod instrprof;
 pub mod mapping;
 pub mod output;
 pub mod progress;
+pub mod sampleprof;
 pub mod table;

@@ -5,3 +5,4 @@ pub mod bolt;
 pub mod bytes;
 pub mod instrprof;
 pub mod perf;
+pub mod sampleprof;

@@ -1,0 +1,209 @@
+//! Sample profiles: reading any supported encoding from a file, merging with weights as
+//! `llvm-profdata merge --sample` does, and writing in any encoding.
+//!
+//! Entry points for the command line and the `llvm-profdata` drop-in: [`read`], [`merge`],
+//! [`write`].
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use formats::sampleprof::binary::{self, ExtBinaryOptions};
+use formats::sampleprof::gcov::{self, Version};
+use formats::sampleprof::gcov_v4;
+use formats::sampleprof::{self as sp, text, Profile};
+
+use crate::output::write_atomically;
+
+#[derive(Debug)]
+pub enum Error {
+    /// Decoding `path` failed; the message reads like llvm-profdata's.
+    Format { path: PathBuf, source: sp::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Inputs that cannot be merged (context-sensitive with flat, probe with line-based).
+    Incompatible(String),
+    /// The profile cannot be written in the requested format.
+    Write { path: PathBuf, source: sp::Error },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Format { path, source } => {
+                f.write_str(&source.located(&path.display().to_string()))
+            }
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Incompatible(m) => f.write_str(m),
+            Error::Write { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Reads a sample profile in any encoding (detected from the content).
+pub fn read(path: &Path) -> Result<Profile> {
+    let data = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    sp::read(&data).map_err(|source| Error::Format {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// One merge input and its weight (`--weighted-input=W,FILE`; 1 for plain inputs).
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub path: PathBuf,
+    pub weight: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct MergeOptions {}
+
+/// A merged profile, and the warnings llvm-profdata would print (dropped profiles).
+pub struct Merged {
+    pub profile: Profile,
+    pub warnings: Vec<String>,
+}
+
+/// Merges `inputs` like `llvm-profdata merge --sample`: every top-level profile is added
+/// (counts × weight, saturating) into the profile of the same context; a CFG checksum
+/// mismatch drops the later profile with a warning.
+pub fn merge(inputs: &[Input], _options: &MergeOptions) -> Result<Merged> {
+    let mut out = Profile::default();
+    let mut warnings = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let p = read(&input.path)?;
+        if i > 0 && p.kind.probe != out.kind.probe {
+            return Err(Error::Incompatible(
+                "cannot merge probe-based profile with non-probe-based profile".into(),
+            ));
+        }
+        if i > 0 && p.kind.cs != out.kind.cs {
+            return Err(Error::Incompatible(
+                "cannot merge CS profile with non-CS profile".into(),
+            ));
+        }
+        merge_into(&mut out, p, input, &mut warnings);
+    }
+    Ok(Merged {
+        profile: out,
+        warnings,
+    })
+}
+
+fn merge_into(out: &mut Profile, p: Profile, input: &Input, warnings: &mut Vec<String>) {
+    out.kind.cs |= p.kind.cs;
+    out.kind.probe |= p.kind.probe;
+    out.kind.preinlined |= p.kind.preinlined;
+    out.kind.fs |= p.kind.fs;
+    out.partial |= p.partial;
+    out.symbol_list.extend(p.symbol_list);
+    out.source_files.extend(p.source_files);
+    for (name, t) in p.timestamps {
+        let e = out.timestamps.entry(name).or_insert(t);
+        *e = (*e).min(t);
+    }
+    for (ctx, fs) in p.functions {
+        match out.functions.get_mut(&ctx) {
+            None if input.weight == 1 => {
+                out.functions.insert(ctx, fs);
+            }
+            existing => {
+                let target =
+                    match existing {
+                        Some(t) => t,
+                        None => out.functions.entry(ctx.clone()).or_insert_with(|| {
+                            sp::FunctionSamples {
+                                attributes: fs.attributes,
+                                ..Default::default()
+                            }
+                        }),
+                    };
+                if target.merge(&fs, input.weight).is_err() {
+                    warnings.push(format!(
+                        "{}: {ctx}: Function hash mismatch",
+                        input.path.display()
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The encodings `profmill convert --to` and `merge --sample` write.
+#[derive(Clone, Copy, Debug)]
+pub enum OutputFormat {
+    Text,
+    Binary,
+    ExtBinary(ExtBinaryOptions),
+    Gcov(Version),
+    /// AutoFDO GCOV v4: binary, compact or text.
+    GcovV4(gcov_v4::Encoding),
+}
+
+/// Writes `profile` to `out` in `format`.
+pub fn write_to(
+    profile: &Profile,
+    format: OutputFormat,
+    out: &mut dyn std::io::Write,
+) -> std::result::Result<(), sp::Error> {
+    let mut w = out;
+    match format {
+        OutputFormat::Text => text::write(profile, &mut w).map_err(sp::Error::from),
+        OutputFormat::Binary => binary::write_raw(profile, &mut w),
+        OutputFormat::ExtBinary(o) => binary::write_ext(profile, &o, &mut w),
+        OutputFormat::Gcov(v) => gcov::write(profile, v, &mut w),
+        OutputFormat::GcovV4(e) => gcov_v4::write(profile, e, &mut w),
+    }
+}
+
+/// Converts the profile in `input` to `format` in `output`. A GCOV v4 input written as v4
+/// goes through the v4 document, so symbol IDs, the stored summary and extension records
+/// (binary to binary) are kept; everything else goes through the common model.
+pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> {
+    let data = std::fs::read(input).map_err(|source| Error::Io {
+        path: input.to_path_buf(),
+        source,
+    })?;
+    let format_error = |source| Error::Format {
+        path: input.to_path_buf(),
+        source,
+    };
+    if let (OutputFormat::GcovV4(e), Some(_)) = (format, gcov_v4::detect(&data)) {
+        let doc = gcov_v4::read_document(&data).map_err(format_error)?;
+        let mut buf = Vec::new();
+        gcov_v4::write_document(&doc, e, &mut buf).map_err(|source| Error::Write {
+            path: output.to_path_buf(),
+            source,
+        })?;
+        return write_bytes(&buf, output);
+    }
+    let profile = sp::read(&data).map_err(format_error)?;
+    write(&profile, format, output)
+}
+
+/// Writes `profile` to `path` atomically (no partial file on failure).
+pub fn write(profile: &Profile, format: OutputFormat, path: &Path) -> Result<()> {
+    // Encode first so that a format error is reported as such, not as an I/O failure.
+    let mut buf = Vec::new();
+    write_to(profile, format, &mut buf).map_err(|source| Error::Write {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    write_bytes(&buf, path)
+}
+
+fn write_bytes(buf: &[u8], path: &Path) -> Result<()> {
+    write_atomically(path, |w| w.write_all(buf)).map_err(|e| match e {
+        crate::error::Error::Io { path, source } => Error::Io { path, source },
+        other => Error::Incompatible(other.to_string()),
+    })
+}

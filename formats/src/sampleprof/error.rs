@@ -1,0 +1,116 @@
+//! Errors of the sample profile readers. Text errors carry the 1-based line number and use
+//! LLVM's wording; binary errors carry the byte offset where decoding stopped. The caller adds
+//! the file name (`<file>:<line>: <message>` like llvm-profdata).
+
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// No reader recognises the input (LLVM: "Unrecognized sample profile encoding format").
+    UnrecognizedFormat,
+    /// A text line could not be parsed. `expected` is LLVM's message prefix.
+    Text {
+        line: usize,
+        expected: TextExpectation,
+        found: String,
+    },
+    /// A count saturated at 2^64-1 while adding samples (LLVM: "Counter overflow").
+    CounterOverflow,
+    /// The input ends inside a structure.
+    Truncated { offset: u64, what: &'static str },
+    /// A structure is present but its content is invalid.
+    Malformed { offset: u64, what: String },
+    /// A GCOV v4 text profile could not be parsed (1-based line and column).
+    V4Text {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The profile is well-formed but inconsistent (e.g. refers to an undeclared symbol).
+    Invalid(String),
+    /// A binary profile of a version this reader does not know.
+    UnsupportedVersion { offset: u64, version: u64 },
+    /// A zlib-compressed section failed to inflate.
+    Zlib { offset: u64, message: String },
+    /// The profile cannot be written in the requested format.
+    UnsupportedForWriting(&'static str),
+    /// Writing failed.
+    Io(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextExpectation {
+    Header,
+    Body,
+    MetadataLast,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::UnrecognizedFormat => f.write_str("Unrecognized sample profile encoding format"),
+            Error::Text {
+                line,
+                expected,
+                found,
+            } => {
+                let what = match expected {
+                    TextExpectation::Header => "Expected 'mangled_name:NUM:NUM', found ",
+                    TextExpectation::Body => {
+                        "Expected 'NUM[.NUM]: NUM[ mangled_name:NUM]*', found "
+                    }
+                    TextExpectation::MetadataLast => "Found non-metadata after metadata: ",
+                };
+                write!(f, "{line}: {what}{found}")
+            }
+            Error::V4Text {
+                line,
+                column,
+                message,
+            } => write!(f, "{line}:{column}: {message}"),
+            Error::Invalid(m) => write!(f, "invalid profile: {m}"),
+            Error::CounterOverflow => f.write_str("Counter overflow"),
+            Error::Truncated { offset, what } => {
+                write!(f, "byte offset {offset}: truncated {what}")
+            }
+            Error::Malformed { offset, what } => write!(f, "byte offset {offset}: {what}"),
+            Error::UnsupportedVersion { offset, version } => {
+                write!(f, "byte offset {offset}: unsupported version {version}")
+            }
+            Error::Zlib { offset, message } => {
+                write!(
+                    f,
+                    "byte offset {offset}: zlib decompression failed: {message}"
+                )
+            }
+            Error::UnsupportedForWriting(why) => {
+                write!(
+                    f,
+                    "Profile encoding format unsupported for writing operations: {why}"
+                )
+            }
+            Error::Io(m) => f.write_str(m),
+        }
+    }
+}
+
+impl Error {
+    /// The message as llvm-profdata words it for `file`: `file:LINE: …` for text errors,
+    /// `file: …` otherwise.
+    pub fn located(&self, file: &str) -> String {
+        match self {
+            Error::Text { .. } | Error::V4Text { .. } => format!("{file}:{self}"),
+            _ => format!("{file}: {self}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,349 @@
+//! The in-memory sample profile: the union of what LLVM's `SampleProfileMap` and AutoFDO's
+//! symbol map carry. Orderings follow LLVM (`FunctionId::compare`, `SampleContext::operator<`,
+//! `LineLocation::operator<`) so that writers can reproduce llvm-profdata's byte order by
+//! walking the maps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+/// A function name, or only its MD5 GUID when the profile came from an MD5 name table.
+///
+/// The derived order is LLVM's `FunctionId::compare`: every hash sorts before every name,
+/// hashes numerically, names by bytes (a prefix first).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FunctionId {
+    Hash(u64),
+    Name(Arc<[u8]>),
+}
+
+impl FunctionId {
+    pub fn name(bytes: &[u8]) -> Self {
+        FunctionId::Name(Arc::from(bytes))
+    }
+
+    /// The GUID LLVM uses for this function: the low 8 bytes (little-endian) of MD5(name).
+    pub fn guid(&self) -> u64 {
+        match self {
+            FunctionId::Hash(h) => *h,
+            FunctionId::Name(n) => md5_guid(n),
+        }
+    }
+
+    pub fn as_name(&self) -> Option<&[u8]> {
+        match self {
+            FunctionId::Name(n) => Some(n),
+            FunctionId::Hash(_) => None,
+        }
+    }
+
+    /// Writes the name, or the GUID in decimal (as LLVM prints a hash-only id).
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        match self {
+            FunctionId::Name(n) => out.write_all(n),
+            FunctionId::Hash(h) => out.write_all(itoa::Buffer::new().format(*h).as_bytes()),
+        }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        let _ = self.write_to(&mut v);
+        v
+    }
+}
+
+impl fmt::Display for FunctionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FunctionId::Name(n) => f.write_str(&String::from_utf8_lossy(n)),
+            FunctionId::Hash(h) => write!(f, "{h}"),
+        }
+    }
+}
+
+/// LLVM's `MD5Hash(StringRef)`: the first 8 digest bytes read little-endian.
+pub fn md5_guid(name: &[u8]) -> u64 {
+    use md5::{Digest, Md5};
+    let digest = Md5::digest(name);
+    u64::from_le_bytes(digest[..8].try_into().expect("MD5 digests are 16 bytes"))
+}
+
+/// A source location relative to the function start: line offset and discriminator
+/// (for pseudo-probe profiles: probe id and probe discriminator). Ordered by (line, disc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LineLocation {
+    pub line: u32,
+    pub disc: u32,
+}
+
+impl LineLocation {
+    pub const fn new(line: u32, disc: u32) -> Self {
+        LineLocation { line, disc }
+    }
+}
+
+impl fmt::Display for LineLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.line)?;
+        if self.disc != 0 {
+            write!(f, ".{}", self.disc)?;
+        }
+        Ok(())
+    }
+}
+
+/// One frame of a context-sensitive (CSSPGO) calling context: the function and the location
+/// of the call it makes to the next frame (0.0 for the leaf).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ContextFrame {
+    pub func: FunctionId,
+    pub loc: LineLocation,
+}
+
+/// The key of a top-level profile. The derived order is LLVM's `SampleContext::operator<`:
+/// context-less profiles (state "unknown") before context profiles, then by name, or frame by
+/// frame (name, then location, then the shorter context first).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Context {
+    Plain(FunctionId),
+    Cs(Arc<[ContextFrame]>),
+}
+
+impl Context {
+    /// The function the samples belong to (the leaf of a calling context).
+    pub fn function(&self) -> &FunctionId {
+        match self {
+            Context::Plain(f) => f,
+            Context::Cs(frames) => &frames[frames.len() - 1].func,
+        }
+    }
+
+    pub fn is_cs(&self) -> bool {
+        matches!(self, Context::Cs(_))
+    }
+
+    /// LLVM's `SampleContext::toString`: `a:1 @ b:2.3 @ leaf` (the leaf's location omitted).
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        match self {
+            Context::Plain(f) => f.write_to(out),
+            Context::Cs(frames) => {
+                for (i, frame) in frames.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b" @ ")?;
+                    }
+                    frame.func.write_to(out)?;
+                    if i + 1 < frames.len() {
+                        write!(out, ":{}", frame.loc.line)?;
+                        if frame.loc.disc != 0 {
+                            write!(out, ".{}", frame.loc.disc)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl fmt::Display for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut v = Vec::new();
+        let _ = self.write_to(&mut v);
+        f.write_str(&String::from_utf8_lossy(&v))
+    }
+}
+
+/// `!Attributes` bits (LLVM `ContextAttributeMask`).
+pub mod attr {
+    pub const WAS_INLINED: u32 = 1;
+    pub const SHOULD_BE_INLINED: u32 = 2;
+    pub const DUPLICATED_INTO_BASE: u32 = 4;
+}
+
+/// Samples of one source location, with the call targets seen there.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SampleRecord {
+    pub count: u64,
+    pub targets: BTreeMap<FunctionId, u64>,
+}
+
+impl SampleRecord {
+    /// Call targets by count descending, then name (LLVM's `SortedCallTargetSet`).
+    pub fn sorted_targets(&self) -> Vec<(&FunctionId, u64)> {
+        let mut v: Vec<_> = self.targets.iter().map(|(f, &c)| (f, c)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        v
+    }
+
+    /// Adds `count × weight` samples, saturating; returns whether it overflowed.
+    pub fn add_count(&mut self, count: u64, weight: u64) -> bool {
+        saturating_mul_add(&mut self.count, count, weight)
+    }
+
+    pub fn add_target(&mut self, target: FunctionId, count: u64, weight: u64) -> bool {
+        saturating_mul_add(self.targets.entry(target).or_insert(0), count, weight)
+    }
+
+    /// LLVM `SampleRecord::merge`.
+    pub fn merge(&mut self, other: &SampleRecord, weight: u64) -> bool {
+        let mut overflow = self.add_count(other.count, weight);
+        for (t, &c) in &other.targets {
+            overflow |= self.add_target(t.clone(), c, weight);
+        }
+        overflow
+    }
+}
+
+/// `*acc += value * weight` with LLVM's `SaturatingMultiplyAdd`; returns whether it saturated.
+pub fn saturating_mul_add(acc: &mut u64, value: u64, weight: u64) -> bool {
+    match value.checked_mul(weight).and_then(|p| p.checked_add(*acc)) {
+        Some(v) => {
+            *acc = v;
+            false
+        }
+        None => {
+            *acc = u64::MAX;
+            true
+        }
+    }
+}
+
+/// Callee profiles inlined at one call site, keyed by callee name.
+pub type CalleeMap = BTreeMap<FunctionId, FunctionSamples>;
+
+/// The samples of one function (top-level, or inlined at a call site of its caller).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FunctionSamples {
+    pub total: u64,
+    /// Samples at the function entry; only meaningful for top-level profiles.
+    pub head: u64,
+    pub body: BTreeMap<LineLocation, SampleRecord>,
+    pub callsites: BTreeMap<LineLocation, CalleeMap>,
+    /// CFG checksum of pseudo-probe profiles (0 = none).
+    pub checksum: u64,
+    /// [`attr`] bits.
+    pub attributes: u32,
+}
+
+impl FunctionSamples {
+    pub fn add_total(&mut self, n: u64, weight: u64) -> bool {
+        saturating_mul_add(&mut self.total, n, weight)
+    }
+
+    pub fn add_head(&mut self, n: u64, weight: u64) -> bool {
+        saturating_mul_add(&mut self.head, n, weight)
+    }
+
+    pub fn callee_mut(&mut self, loc: LineLocation, callee: FunctionId) -> &mut FunctionSamples {
+        self.callsites
+            .entry(loc)
+            .or_default()
+            .entry(callee)
+            .or_default()
+    }
+
+    /// Number of inlined callee profiles directly under this one.
+    pub fn callsite_count(&self) -> usize {
+        self.callsites.values().map(|m| m.len()).sum()
+    }
+
+    /// LLVM `FunctionSamples::merge`: adds `other × weight` into `self`. A checksum mismatch
+    /// drops `other` (LLVM's `hash_mismatch`) and is reported as `Err`.
+    pub fn merge(&mut self, other: &FunctionSamples, weight: u64) -> Result<bool, MergeError> {
+        if self.checksum == 0 {
+            self.checksum = other.checksum;
+        } else if self.checksum != other.checksum {
+            return Err(MergeError::ChecksumMismatch);
+        }
+        let mut overflow = self.add_total(other.total, weight);
+        overflow |= self.add_head(other.head, weight);
+        for (loc, rec) in &other.body {
+            overflow |= self.body.entry(*loc).or_default().merge(rec, weight);
+        }
+        for (loc, callees) in &other.callsites {
+            let mine = self.callsites.entry(*loc).or_default();
+            for (name, callee) in callees {
+                let target = mine.entry(name.clone()).or_insert_with(|| FunctionSamples {
+                    attributes: callee.attributes,
+                    ..FunctionSamples::default()
+                });
+                // A nested mismatch only drops that callee, as in LLVM (the error is merged).
+                if let Ok(o) = target.merge(callee, weight) {
+                    overflow |= o;
+                }
+            }
+        }
+        Ok(overflow)
+    }
+
+    /// Every call-target and inlined-callee name below this profile (not its own name).
+    pub fn visit_names<'a>(&'a self, f: &mut impl FnMut(&'a FunctionId)) {
+        for rec in self.body.values() {
+            for t in rec.targets.keys() {
+                f(t);
+            }
+        }
+        for callees in self.callsites.values() {
+            for (name, callee) in callees {
+                f(name);
+                callee.visit_names(f);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeError {
+    /// Two pseudo-probe profiles of one function carry different CFG checksums.
+    ChecksumMismatch,
+}
+
+/// What kind of profile this is; these select sections and flags in the binary writers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProfileKind {
+    /// Context-sensitive (CSSPGO) top-level contexts.
+    pub cs: bool,
+    /// Pseudo-probe based (every function has a CFG checksum).
+    pub probe: bool,
+    /// Some context carries ShouldBeInlined (`ProfileIsPreInlined`).
+    pub preinlined: bool,
+    /// Flow-sensitive discriminators (ExtBinary summary flag).
+    pub fs: bool,
+}
+
+/// A whole sample profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    pub functions: BTreeMap<Context, FunctionSamples>,
+    pub kind: ProfileKind,
+    /// ExtBinary profile symbol list (names of all functions in the binary), if present.
+    pub symbol_list: BTreeSet<Arc<[u8]>>,
+    /// ExtBinary "partial profile" summary flag.
+    pub partial: bool,
+    /// GCOV v3: the source file each function name comes from.
+    pub source_files: BTreeMap<FunctionId, Arc<[u8]>>,
+    /// GCOV v3: first-execution timestamp of top-level functions (time-profile reordering).
+    pub timestamps: BTreeMap<FunctionId, u64>,
+}
+
+impl Profile {
+    /// Top-level profiles in LLVM's `sortFuncProfiles` order: total samples descending, ties by
+    /// context.
+    pub fn sorted_functions(&self) -> Vec<(&Context, &FunctionSamples)> {
+        let mut v: Vec<_> = self.functions.iter().collect();
+        // The map iterates in context order, so a stable sort on totals keeps context ties.
+        v.sort_by_key(|e| std::cmp::Reverse(e.1.total));
+        v
+    }
+
+    /// Recomputes the flags LLVM derives while reading: probe-based when any top-level
+    /// profile has a checksum, pre-inlined when any context should be inlined.
+    pub fn derive_kind(&mut self) {
+        self.kind.cs = self.functions.keys().any(Context::is_cs);
+        self.kind.probe = self.functions.values().any(|f| f.checksum != 0);
+        self.kind.preinlined = self
+            .functions
+            .values()
+            .any(|f| f.attributes & attr::SHOULD_BE_INLINED != 0);
+    }
+}

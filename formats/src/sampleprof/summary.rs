@@ -1,0 +1,115 @@
+//! LLVM's profile summary of a sample profile (`SampleProfileSummaryBuilder`), written into
+//! the binary formats and into GCOV v3/v4 summaries.
+
+use std::collections::BTreeMap;
+
+use super::model::{attr, Context, FunctionSamples, Profile};
+
+/// `ProfileSummaryBuilder::DefaultCutoffs`, in millionths.
+pub const DEFAULT_CUTOFFS: [u32; 16] = [
+    10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000, 800000, 900000, 950000, 990000,
+    999000, 999900, 999990, 999999,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SummaryEntry {
+    pub cutoff: u32,
+    pub min_count: u64,
+    pub num_counts: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub total_count: u64,
+    pub max_count: u64,
+    pub max_function_count: u64,
+    pub num_counts: u64,
+    pub num_functions: u64,
+    pub entries: Vec<SummaryEntry>,
+}
+
+#[derive(Default)]
+struct Builder {
+    s: Summary,
+    /// Count → how many times it was seen, iterated from the largest count down.
+    frequencies: BTreeMap<u64, u32>,
+}
+
+impl Builder {
+    fn add_count(&mut self, count: u64) {
+        // LLVM adds with plain (wrapping) 64-bit arithmetic.
+        self.s.total_count = self.s.total_count.wrapping_add(count);
+        self.s.max_count = self.s.max_count.max(count);
+        self.s.num_counts += 1;
+        let f = self.frequencies.entry(count).or_insert(0);
+        *f = f.wrapping_add(1);
+    }
+
+    fn add_record(&mut self, fs: &FunctionSamples, is_callsite: bool) {
+        if !is_callsite {
+            self.s.num_functions += 1;
+            self.s.max_function_count = self.s.max_function_count.max(fs.head);
+        } else if fs.attributes & attr::DUPLICATED_INTO_BASE != 0 {
+            // Already counted in the base profile it was duplicated into.
+            return;
+        }
+        for rec in fs.body.values() {
+            self.add_count(rec.count);
+        }
+        for callees in fs.callsites.values() {
+            for callee in callees.values() {
+                self.add_record(callee, true);
+            }
+        }
+    }
+
+    fn finish(mut self) -> Summary {
+        let mut iter = self.frequencies.iter().rev();
+        let (mut seen, mut sum, mut count) = (0u32, 0u64, 0u64);
+        for &cutoff in &DEFAULT_CUTOFFS {
+            let desired = (self.s.total_count as u128 * cutoff as u128 / 1_000_000) as u64;
+            while sum < desired {
+                let Some((&c, &freq)) = iter.next() else {
+                    break;
+                };
+                count = c;
+                sum = sum.wrapping_add(c.wrapping_mul(freq as u64));
+                seen = seen.wrapping_add(freq);
+            }
+            self.s.entries.push(SummaryEntry {
+                cutoff,
+                min_count: count,
+                num_counts: seen as u64,
+            });
+        }
+        self.s
+    }
+}
+
+/// The summary llvm-profdata writes for `profile`. Context-sensitive profiles are summarised
+/// on their context-less flattening, as LLVM does by default.
+pub fn compute(profile: &Profile) -> Summary {
+    let mut b = Builder::default();
+    if profile.kind.cs {
+        for fs in flatten_contexts(profile).values() {
+            b.add_record(fs, false);
+        }
+    } else {
+        for fs in profile.functions.values() {
+            b.add_record(fs, false);
+        }
+    }
+    b.finish()
+}
+
+/// LLVM `ProfileConverter::flattenProfile(..., ProfileIsCS=true)`: all contexts of a function
+/// merged into one context-less profile.
+pub fn flatten_contexts(profile: &Profile) -> BTreeMap<Context, FunctionSamples> {
+    let mut out: BTreeMap<Context, FunctionSamples> = BTreeMap::new();
+    for (ctx, fs) in &profile.functions {
+        let key = Context::Plain(ctx.function().clone());
+        // A checksum mismatch drops the context, as LLVM's merge does.
+        let _ = out.entry(key).or_default().merge(fs, 1);
+    }
+    out
+}
