@@ -24,17 +24,22 @@ fn pct(new: usize, old: usize) -> String {
 
 fn main() {
     let mut total = [0usize; 3];
+    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     println!("| profile | v3 | v4 | v4c | v4 | v4c |");
     println!("|---|---:|---:|---:|---:|---:|");
     for path in std::env::args().skip(1) {
         let name = std::path::Path::new(&path)
             .file_name()
             .map_or(path.clone(), |n| n.to_string_lossy().into_owned());
-        let Ok(profile) = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|d| sp::read(&d).map_err(|e| e.to_string()))
-        else {
+        let Ok(data) = std::fs::read(&path) else {
             eprintln!("skipped {path}: unreadable");
+            continue;
+        };
+        if !seen.insert(data.clone()) {
+            continue; // the same file in several releases of the corpus
+        }
+        let Ok(profile) = sp::read(&data) else {
+            eprintln!("skipped {path}: not a sample profile");
             continue;
         };
         let mut v3 = Vec::new();
