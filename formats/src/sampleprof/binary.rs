@@ -8,7 +8,7 @@
 //! has the same size and reads back to the same profile (tests compare after reading back).
 //! With one top-level profile, or without metadata, the output is byte-identical.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::error::{Error, Result};
@@ -559,9 +559,13 @@ pub struct ExtBinaryOptions {
     pub partial: bool,
 }
 
-/// Every name the name table must hold (LLVM `addContext` + `addNames`).
-fn collect_names(profile: &Profile) -> BTreeSet<FunctionId> {
-    let mut names = BTreeSet::new();
+/// A fast hasher for name lookups (names are hashed once per occurrence while encoding).
+type NameHasher = std::hash::BuildHasherDefault<xxhash_rust::xxh3::Xxh3>;
+type NameIndex = hashbrown::HashMap<FunctionId, u64, NameHasher>;
+
+/// Every name the name table must hold (LLVM `addContext` + `addNames`), sorted.
+fn collect_names(profile: &Profile) -> Vec<FunctionId> {
+    let mut names: hashbrown::HashSet<FunctionId, NameHasher> = Default::default();
     for (ctx, fs) in &profile.functions {
         match ctx {
             Context::Plain(f) => {
@@ -574,23 +578,30 @@ fn collect_names(profile: &Profile) -> BTreeSet<FunctionId> {
             }
         }
         fs.visit_names(&mut |n| {
-            names.insert(n.clone());
+            if !names.contains(n) {
+                names.insert(n.clone());
+            }
         });
     }
-    names
+    let mut sorted: Vec<FunctionId> = names.into_iter().collect();
+    sorted.sort_unstable();
+    sorted
 }
 
 struct Encoder {
-    names: BTreeMap<FunctionId, u64>,
+    /// The name table, in order.
+    table: Vec<FunctionId>,
+    names: NameIndex,
     contexts: BTreeMap<Context, u64>,
 }
 
 impl Encoder {
     fn new(profile: &Profile) -> Self {
-        let names = collect_names(profile)
-            .into_iter()
+        let table = collect_names(profile);
+        let names = table
+            .iter()
             .enumerate()
-            .map(|(i, n)| (n, i as u64))
+            .map(|(i, n)| (n.clone(), i as u64))
             .collect();
         let contexts = profile
             .functions
@@ -600,7 +611,11 @@ impl Encoder {
             .enumerate()
             .map(|(i, c)| (c, i as u64))
             .collect();
-        Encoder { names, contexts }
+        Encoder {
+            table,
+            names,
+            contexts,
+        }
     }
 
     fn name(&self, out: &mut Vec<u8>, f: &FunctionId) {
@@ -615,16 +630,16 @@ impl Encoder {
     }
 
     fn string_name_table(&self, out: &mut Vec<u8>) {
-        write_uleb(out, self.names.len() as u64);
-        for n in self.names.keys() {
+        write_uleb(out, self.table.len() as u64);
+        for n in &self.table {
             let _ = n.write_to(out);
             out.push(0);
         }
     }
 
     fn md5_name_table(&self, out: &mut Vec<u8>) {
-        write_uleb(out, self.names.len() as u64);
-        for n in self.names.keys() {
+        write_uleb(out, self.table.len() as u64);
+        for n in &self.table {
             out.extend_from_slice(&n.guid().to_le_bytes());
         }
     }

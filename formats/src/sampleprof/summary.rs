@@ -31,8 +31,8 @@ pub struct Summary {
 #[derive(Default)]
 struct Builder {
     s: Summary,
-    /// Count → how many times it was seen, iterated from the largest count down.
-    frequencies: BTreeMap<u64, u32>,
+    /// Every count seen; sorted and grouped at the end (LLVM keeps a count → frequency map).
+    counts: Vec<u64>,
 }
 
 impl Builder {
@@ -41,8 +41,7 @@ impl Builder {
         self.s.total_count = self.s.total_count.wrapping_add(count);
         self.s.max_count = self.s.max_count.max(count);
         self.s.num_counts += 1;
-        let f = self.frequencies.entry(count).or_insert(0);
-        *f = f.wrapping_add(1);
+        self.counts.push(count);
     }
 
     fn add_record(&mut self, fs: &FunctionSamples, is_callsite: bool) {
@@ -64,12 +63,17 @@ impl Builder {
     }
 
     fn finish(mut self) -> Summary {
-        let mut iter = self.frequencies.iter().rev();
+        self.counts.sort_unstable_by(|a, b| b.cmp(a));
+        // (count, frequency) from the largest count down. LLVM's frequency is a u32.
+        let mut iter = self
+            .counts
+            .chunk_by(|a, b| a == b)
+            .map(|run| (run[0], run.len() as u32));
         let (mut seen, mut sum, mut count) = (0u32, 0u64, 0u64);
         for &cutoff in &DEFAULT_CUTOFFS {
             let desired = (self.s.total_count as u128 * cutoff as u128 / 1_000_000) as u64;
             while sum < desired {
-                let Some((&c, &freq)) = iter.next() else {
+                let Some((c, freq)) = iter.next() else {
                     break;
                 };
                 count = c;

@@ -311,7 +311,9 @@ pub fn read(data: &[u8]) -> Result<Profile> {
     // Path from the current top-level profile down to the innermost open callee:
     // (location, callee) steps; depth = len + 1.
     let mut stack: Vec<(LineLocation, FunctionId)> = Vec::new();
-    let mut current: Option<Context> = None;
+    // The profile being read is kept out of the map (one map lookup per header, not per
+    // line); a repeated header takes the earlier one out again, so samples still add up.
+    let mut current: Option<(Context, FunctionSamples)> = None;
     let mut depth_metadata = 0usize;
     let mut top_level_checksums = 0usize;
 
@@ -329,10 +331,13 @@ pub fn read(data: &[u8]) -> Result<Profile> {
             } else {
                 Context::Plain(names.get(name))
             };
-            let fs = profile.functions.entry(ctx.clone()).or_default();
+            if let Some((c, f)) = current.take() {
+                profile.functions.insert(c, f);
+            }
+            let mut fs = profile.functions.remove(&ctx).unwrap_or_default();
             overflow |= fs.add_total(total, 1);
             overflow |= fs.add_head(head, 1);
-            current = Some(ctx);
+            current = Some((ctx, fs));
             stack.clear();
             continue;
         }
@@ -343,14 +348,10 @@ pub fn read(data: &[u8]) -> Result<Profile> {
             return Err(text_error(number, TextExpectation::MetadataLast, line));
         }
         stack.truncate(depth - 1);
-        let Some(ctx) = &current else {
+        let Some((_, top)) = &mut current else {
             // Unreachable: the first line is a header (checked by `is_text`).
             return Err(text_error(number, TextExpectation::Header, line));
         };
-        let top = profile
-            .functions
-            .get_mut(ctx)
-            .expect("current profile exists");
         let fs = descend(top, &stack);
         match parsed {
             Line::Callsite { loc, callee, total } => {
@@ -387,6 +388,9 @@ pub fn read(data: &[u8]) -> Result<Profile> {
                 depth_metadata = depth;
             }
         }
+    }
+    if let Some((c, f)) = current.take() {
+        profile.functions.insert(c, f);
     }
     if overflow {
         return Err(Error::CounterOverflow);
