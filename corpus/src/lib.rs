@@ -8,6 +8,7 @@
 //! data of any size.
 
 mod cfg;
+pub mod instrprof;
 mod perf_writer;
 mod rng;
 mod walk;

@@ -183,7 +183,7 @@ fn counts_saturate_at_the_largest_non_pseudo_count() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.proftext", A);
     let profile = ours(&[weighted(&a, 2), weighted(&a, 1)], 1);
-    let main = &profile.functions[&b"main"[..]].records[0];
+    let main = profile.records_of(b"main").unwrap().get(0);
     assert_eq!(main.counts, [30, 0, MAX_COUNT]);
     // The bitmap is ORed, not added.
     assert_eq!(main.bitmap, [0x1, 0x80]);
