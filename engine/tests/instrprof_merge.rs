@@ -260,3 +260,28 @@ fn output_does_not_depend_on_our_thread_count() {
     assert_eq!(run(2), one);
     assert_eq!(run(5), one);
 }
+
+#[test]
+fn hashes_equal_to_llvm_dense_map_sentinels() {
+    if !have_llvm_profdata() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        // 2^64-1 is dropped; a name left without records is still written (LLVM then cannot
+        // read its own output back: "profile data is empty").
+        ":ir\nf\n18446744073709551615\n1\n5\n\nf\n3\n1\n7\n\ng\n18446744073709551615\n1\n8\n\n",
+        // 2^64-2 is stored out of sight, then overwritten by a later key.
+        ":ir\nf\n18446744073709551614\n1\n5\n\nf\n3\n1\n7\n\nf\n18446744073709551614\n1\n9\n\nf\n4\n1\n1\n\nf\n5\n1\n1\n\n",
+        ":ir\nf\n1\n1\n1\n\nf\n18446744073709551614\n1\n2\n\nf\n2\n1\n1\n\nf\n3\n1\n1\n\nf\n4\n1\n1\n\n",
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let p = write(dir.path(), &format!("edge{i}.proftext"), text);
+        let expected = reference(&[p.display().to_string()], &dir.path().join("ref.profdata"));
+        assert_eq!(
+            ours(&[weighted(&p, 1)], 1).to_indexed(false, 12),
+            expected,
+            "case {i}"
+        );
+    }
+}

@@ -178,7 +178,14 @@ impl ProfileWriter {
         warn: &mut dyn FnMut(MergeWarning),
     ) -> bool {
         let map = &mut self.entries[slot as usize].1;
-        let (i, new) = map.entry(parts.hash);
+        let Some((i, new)) = map.entry(parts.hash) else {
+            // LLVM merges a record hashed 2^64-1 into the empty bucket's non-record and drops
+            // it: a counter mismatch unless it has no counters.
+            if !parts.counts.is_empty() {
+                warn(MergeWarning::CountMismatch);
+            }
+            return false;
+        };
         let dest = map.get_mut(i);
         if new {
             dest.counts.extend_from_slice(parts.counts);
