@@ -68,6 +68,20 @@ struct MergeArgs {
     any_raw_version: bool,
 }
 
+/// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
+/// whole command line.
+pub fn run_as_argv0() -> Option<Result<(), BoxError>> {
+    let mut argv = std::env::args_os();
+    let argv0 = PathBuf::from(argv.next()?);
+    let stem = argv0.file_stem()?.to_str()?;
+    if stem != "llvm-profdata" && !stem.starts_with("llvm-profdata-") {
+        return None;
+    }
+    Some(run(Args {
+        args: argv.collect(),
+    }))
+}
+
 pub fn run(args: Args) -> Result<(), BoxError> {
     let args: Vec<String> = args
         .args

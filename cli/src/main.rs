@@ -33,6 +33,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Installed as (or linked to) `llvm-profdata`, profmill behaves as that tool.
+    if let Some(result) = llvm_profdata::run_as_argv0() {
+        return report(result);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Aggregate(args) => aggregate::run(args),
@@ -40,6 +44,10 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::LlvmProfdata(args) => llvm_profdata::run(args),
     };
+    report(result)
+}
+
+fn report(result: Result<(), Box<dyn std::error::Error>>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -673,3 +673,33 @@ fn show_matches_llvm_profdata() {
         }
     }
 }
+
+#[test]
+fn invoked_as_llvm_profdata_through_a_link() {
+    if !have_tool(LLVM_PROFDATA) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let link = tmp.path().join("llvm-profdata");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_profmill"), &link).unwrap();
+    let input = tmp.path().join("a.proftext");
+    std::fs::write(&input, ":ir\nf\n1\n2\n5\n6\n\n").unwrap();
+    let theirs = run_merge(
+        LLVM_PROFDATA,
+        &[],
+        &[input.display().to_string()],
+        &tmp.path().join("theirs"),
+    );
+    let ours = run_merge(
+        link.to_str().unwrap(),
+        &[],
+        &[input.display().to_string()],
+        &tmp.path().join("ours"),
+    );
+    assert!(
+        ours.output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.output.stderr)
+    );
+    assert_eq!(ours.bytes, theirs.bytes);
+}
