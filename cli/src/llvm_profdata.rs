@@ -68,6 +68,20 @@ struct MergeArgs {
     any_raw_version: bool,
 }
 
+/// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
+/// whole command line.
+pub fn run_as_argv0() -> Option<Result<(), BoxError>> {
+    let mut argv = std::env::args_os();
+    let argv0 = PathBuf::from(argv.next()?);
+    let stem = argv0.file_stem()?.to_str()?;
+    if stem != "llvm-profdata" && !stem.starts_with("llvm-profdata-") {
+        return None;
+    }
+    Some(run(Args {
+        args: argv.collect(),
+    }))
+}
+
 pub fn run(args: Args) -> Result<(), BoxError> {
     let args: Vec<String> = args
         .args
@@ -79,11 +93,12 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         .collect::<Result<_, _>>()?;
     match args.first().map(String::as_str) {
         Some("merge") => run_merge(parse_merge(&args[1..])?),
+        Some("show") => run_show(&args[1..]),
         Some(other) => Err(format!(
-            "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge' is)"
+            "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge' and 'show' are)"
         )
         .into()),
-        None => Err("usage: profmill llvm-profdata merge [options] <files…>".into()),
+        None => Err("usage: profmill llvm-profdata merge|show [options] <files…>".into()),
     }
 }
 
@@ -306,6 +321,94 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
         out.flush()?;
     } else {
         write_atomically(&PathBuf::from(output), write)?;
+    }
+    Ok(())
+}
+
+/// `show` options that change what is printed and that we do not implement: refused rather
+/// than ignored, since the output would silently differ.
+const SHOW_UNSUPPORTED: &[&str] = &[
+    "covered",
+    "value-cutoff",
+    "list-below-cutoff",
+    "temporal-profile-traces",
+    "show-vtables",
+    "detailed-summary-cutoffs",
+    "memory",
+    "sample",
+    "memop-sizes-cutoff",
+    "show-format",
+];
+
+fn run_show(args: &[String]) -> Result<(), BoxError> {
+    use engine::instrprof::show::{read_listing, show, ShowOptions};
+    let mut o = ShowOptions::default();
+    let mut output: Option<String> = None;
+    let mut file: Option<String> = None;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some((name, inline)) = split_option(arg) else {
+            if file.replace(arg.clone()).is_some() {
+                return Err("llvm-profdata show takes one profile".into());
+            }
+            continue;
+        };
+        let mut value = |what: &str| -> Result<String, BoxError> {
+            if let Some(v) = inline {
+                return Ok(v.to_string());
+            }
+            let v = args
+                .get(i)
+                .ok_or_else(|| format!("option --{what} needs a value"))?;
+            i += 1;
+            Ok(v.clone())
+        };
+        match name {
+            "o" | "output" => output = Some(value(name)?),
+            "function" => o.function = Some(value(name)?),
+            "topn" => {
+                let v = value(name)?;
+                o.topn = v
+                    .parse()
+                    .map_err(|_| format!("'{v}' is not a valid --topn"))?;
+            }
+            "all-functions" => o.all_functions = parse_bool(name, inline)?,
+            "counts" => o.counts = parse_bool(name, inline)?,
+            "text" => o.text = parse_bool(name, inline)?,
+            "ic-targets" => o.ic_targets = parse_bool(name, inline)?,
+            "memop-sizes" => o.memop_sizes = parse_bool(name, inline)?,
+            "detailed-summary" => o.detailed_summary = parse_bool(name, inline)?,
+            "binary-ids" => o.binary_ids = parse_bool(name, inline)?,
+            "profile-version" => o.profile_version = parse_bool(name, inline)?,
+            "showcs" => o.showcs = parse_bool(name, inline)?,
+            "instr" => {
+                parse_bool(name, inline)?;
+            }
+            n if SHOW_UNSUPPORTED.contains(&n) => {
+                return Err(
+                    format!("llvm-profdata show: --{n} is not implemented by profmill").into(),
+                )
+            }
+            _ => {
+                return Err(
+                    format!("llvm-profdata show: Unknown command line argument '{arg}'").into(),
+                )
+            }
+        }
+    }
+    let file = file.ok_or("llvm-profdata show: a profile file is required")?;
+    if o.all_functions && o.function.as_deref().is_some_and(|f| !f.is_empty()) {
+        eprintln!("warning: -function argument ignored: showing all functions");
+    }
+    let data = std::fs::read(&file).map_err(|e| format!("{file}: {e}"))?;
+    let listing = read_listing(&data).map_err(|e| format!("{file}: {e}"))?;
+    let mut rendered = Vec::new();
+    show(&listing, &o, &mut rendered)?;
+    match output.as_deref() {
+        None | Some("-") => std::io::stdout().lock().write_all(&rendered)?,
+        Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
     }
     Ok(())
 }

@@ -56,18 +56,20 @@ fn personality() -> Option<&'static str> {
     match std::path::Path::new(&argv0).file_name()?.to_str()? {
         "perf2bolt" => Some("perf2bolt"),
         "merge-fdata" => Some("merge-fdata"),
-        "llvm-profdata" => Some("llvm-profdata"),
         _ => None,
     }
 }
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // Installed as (or linked to) `llvm-profdata`, profmill behaves as that tool.
+    if let Some(result) = llvm_profdata::run_as_argv0() {
+        return finish(result);
+    }
     let cli = match personality() {
         Some("perf2bolt") => return finish(perf2bolt::run(&args)),
         Some("merge-fdata") => return merge_fdata::main(args, "merge-fdata"),
-        Some(tool) => Cli::parse_from(["profmill".into(), tool.into()].into_iter().chain(args)),
-        None => Cli::parse(),
+        _ => Cli::parse(),
     };
     let result = match cli.command {
         Command::Aggregate(args) => aggregate::run(args),

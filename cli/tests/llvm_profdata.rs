@@ -80,6 +80,16 @@ fn assert_same_merge(args: &[String], dir: &Path, what: &str) -> bool {
         String::from_utf8_lossy(&ours.output.stderr),
     );
     if accepted {
+        // llvm-profdata-19 with several threads is itself nondeterministic: its loader tasks
+        // can take a writer context's lock out of input order (seen in ~1% of runs of the
+        // corpus merge). Accept any output it produces within a few runs.
+        let mut theirs = theirs;
+        for _ in 0..8 {
+            if ours.bytes == theirs.bytes {
+                break;
+            }
+            theirs = run_merge(LLVM_PROFDATA, &[], args, &dir.join("theirs.out"));
+        }
         assert!(
             ours.bytes == theirs.bytes,
             "{what}: output differs from llvm-profdata-19's ({:?} vs {:?} bytes)",
@@ -555,4 +565,141 @@ fn llvm_option_spellings_inputs_lists_and_directories() {
         "{stderr}"
     );
     assert_eq!(std::fs::read(dir.join("x")).unwrap(), reference);
+}
+
+/// `show` with `options` on `file`: the same verdict and the same stdout as llvm-profdata-19.
+fn assert_same_show(file: &Path, options: &[&str], what: &str) {
+    let theirs = Command::new(LLVM_PROFDATA)
+        .arg("show")
+        .args(options)
+        .arg(file)
+        .output()
+        .unwrap();
+    let ours = Command::new(env!("CARGO_BIN_EXE_profmill"))
+        .args(["llvm-profdata", "show"])
+        .args(options)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        ours.status.success(),
+        theirs.status.success(),
+        "{what}: verdicts differ\nllvm-profdata: {}\nprofmill: {}",
+        String::from_utf8_lossy(&theirs.stderr),
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    if theirs.status.success() {
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "{what}"
+        );
+    }
+}
+
+const SHOW_OPTIONS: &[&[&str]] = &[
+    &[],
+    &["--all-functions", "--counts"],
+    &[
+        "--all-functions",
+        "--ic-targets",
+        "--memop-sizes",
+        "--detailed-summary",
+        "--binary-ids",
+        "--profile-version",
+        "--topn=3",
+    ],
+    &["--text", "--all-functions"],
+    &["--showcs", "--all-functions", "--counts", "--function=main"],
+];
+
+#[test]
+fn show_matches_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) || !have_tool(CLANG) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut files: Vec<PathBuf> = Vec::new();
+    if let Some(corpus) = corpus() {
+        for release in ["llvm-19", "misc"] {
+            files.extend(corpus_files(&corpus).into_iter().filter(|f| {
+                f.parent()
+                    .and_then(Path::file_name)
+                    .is_some_and(|n| n == release)
+            }));
+        }
+    }
+    // Profiles with value data, their indexed form and a context-sensitive one.
+    let raws = profile_runs(
+        dir,
+        "show-ir",
+        &["-O1", "-fprofile-generate"],
+        &["12"],
+        false,
+    );
+    let indexed = dir.join("show-ir.profdata");
+    run_ok(
+        Command::new(LLVM_PROFDATA)
+            .arg("merge")
+            .args(&raws)
+            .arg("-o")
+            .arg(&indexed),
+    );
+    let use_flag = format!("-fprofile-use={}", indexed.display());
+    let cs = profile_runs(
+        dir,
+        "show-cs",
+        &["-O1", "-fcs-profile-generate", &use_flag],
+        &["6"],
+        false,
+    );
+    let fe = profile_runs(
+        dir,
+        "show-fe",
+        &["-O1", "-fprofile-instr-generate"],
+        &["6"],
+        false,
+    );
+    files.extend([&raws[0], &cs[0], &fe[0]].map(PathBuf::from));
+    files.push(indexed);
+    for file in &files {
+        for options in SHOW_OPTIONS {
+            assert_same_show(
+                file,
+                options,
+                &format!("show {options:?} {}", file.display()),
+            );
+        }
+    }
+}
+
+#[test]
+fn invoked_as_llvm_profdata_through_a_link() {
+    if !have_tool(LLVM_PROFDATA) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let link = tmp.path().join("llvm-profdata");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_profmill"), &link).unwrap();
+    let input = tmp.path().join("a.proftext");
+    std::fs::write(&input, ":ir\nf\n1\n2\n5\n6\n\n").unwrap();
+    let theirs = run_merge(
+        LLVM_PROFDATA,
+        &[],
+        &[input.display().to_string()],
+        &tmp.path().join("theirs"),
+    );
+    let ours = run_merge(
+        link.to_str().unwrap(),
+        &[],
+        &[input.display().to_string()],
+        &tmp.path().join("ours"),
+    );
+    assert!(
+        ours.output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.output.stderr)
+    );
+    assert_eq!(ours.bytes, theirs.bytes);
 }

@@ -9,6 +9,7 @@
 
 mod cfg;
 pub mod fdata;
+pub mod instrprof;
 mod perf_writer;
 mod rng;
 pub mod sampleprof;

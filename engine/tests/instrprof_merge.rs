@@ -183,7 +183,7 @@ fn counts_saturate_at_the_largest_non_pseudo_count() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "a.proftext", A);
     let profile = ours(&[weighted(&a, 2), weighted(&a, 1)], 1);
-    let main = &profile.functions[&b"main"[..]].records[0];
+    let main = profile.records_of(b"main").unwrap().get(0);
     assert_eq!(main.counts, [30, 0, MAX_COUNT]);
     // The bitmap is ORed, not added.
     assert_eq!(main.bitmap, [0x1, 0x80]);
@@ -259,4 +259,29 @@ fn output_does_not_depend_on_our_thread_count() {
     let one = run(1);
     assert_eq!(run(2), one);
     assert_eq!(run(5), one);
+}
+
+#[test]
+fn hashes_equal_to_llvm_dense_map_sentinels() {
+    if !have_llvm_profdata() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        // 2^64-1 is dropped; a name left without records is still written (LLVM then cannot
+        // read its own output back: "profile data is empty").
+        ":ir\nf\n18446744073709551615\n1\n5\n\nf\n3\n1\n7\n\ng\n18446744073709551615\n1\n8\n\n",
+        // 2^64-2 is stored out of sight, then overwritten by a later key.
+        ":ir\nf\n18446744073709551614\n1\n5\n\nf\n3\n1\n7\n\nf\n18446744073709551614\n1\n9\n\nf\n4\n1\n1\n\nf\n5\n1\n1\n\n",
+        ":ir\nf\n1\n1\n1\n\nf\n18446744073709551614\n1\n2\n\nf\n2\n1\n1\n\nf\n3\n1\n1\n\nf\n4\n1\n1\n\n",
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        let p = write(dir.path(), &format!("edge{i}.proftext"), text);
+        let expected = reference(&[p.display().to_string()], &dir.path().join("ref.profdata"));
+        assert_eq!(
+            ours(&[weighted(&p, 1)], 1).to_indexed(false, 12),
+            expected,
+            "case {i}"
+        );
+    }
 }

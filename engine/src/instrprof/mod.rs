@@ -3,20 +3,24 @@
 //! output depends only on the inputs and LLVM's context count, never on our thread count.
 
 pub mod hash_order;
+pub mod show;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hashbrown::HashMap;
 
 use rayon::prelude::*;
 
 use formats::instrprof::indexed::IndexedReader;
-use formats::instrprof::raw::{RawOptions, RawReader};
+use formats::instrprof::raw::{NameTable, NameTableCache, RawOptions, RawReader};
 use formats::instrprof::text::TextReader;
 use formats::instrprof::{
     detect_format, Error as FormatError, Format, ProfileKind, Record, TemporalTraces,
 };
 
-pub use writer::{MergeWarning, ProfileWriter, MAX_COUNT};
+pub use writer::{MergeWarning, ProfileWriter, RecordParts, MAX_COUNT};
 
 /// One input file and its weight.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,13 +102,35 @@ pub struct MergeOutcome {
     pub failed: bool,
 }
 
-/// An input decoded into owned records (names in one arena).
+/// Where a decoded record's name lives.
+#[derive(Clone, Copy)]
+enum NameRef {
+    /// Entry `index` of the input's name table `table`.
+    Table { table: u32, index: u32 },
+    /// Bytes in the input's name arena (text and indexed inputs, and unknown raw names).
+    Arena { start: u32, len: u32 },
+}
+
+/// One record of a decoded input, its counters and bitmap in the input's arenas.
+struct CompactRecord {
+    name: NameRef,
+    hash: u64,
+    counts: (u32, u32),
+    bitmap: (u32, u32),
+    values: Option<Box<[Vec<formats::instrprof::ValueSite>; formats::instrprof::NUM_VALUE_KINDS]>>,
+    /// Whether the record states its bitmap (only text records can leave it unstated).
+    bitmap_stated: bool,
+}
+
+/// An input decoded into compact records (names, counters and bitmaps in arenas).
+#[derive(Default)]
 struct Decoded {
-    kind: Result<ProfileKind, InputError>,
+    kind: Option<Result<ProfileKind, InputError>>,
+    tables: Vec<Arc<NameTable>>,
     names: Vec<u8>,
-    /// (name start, name length, record, whether the record states its bitmap). Only text
-    /// records can leave the bitmap unstated.
-    records: Vec<(u32, u32, Record, bool)>,
+    counts: Vec<u64>,
+    bitmaps: Vec<u8>,
+    records: Vec<CompactRecord>,
     /// Warnings the reader raised (errors for llvm-profdata), then its final error if any.
     errors: Vec<InputError>,
     /// Only when reading finished without error.
@@ -116,24 +142,102 @@ struct Decoded {
 impl Decoded {
     fn failed(kind: InputError) -> Decoded {
         Decoded {
-            kind: Err(kind),
-            names: Vec::new(),
-            records: Vec::new(),
-            errors: Vec::new(),
-            binary_ids: None,
-            temporal: TemporalTraces::default(),
-            empty: false,
+            kind: Some(Err(kind)),
+            ..Decoded::default()
+        }
+    }
+
+    /// Empties the buffers for reuse (their capacity stays).
+    fn reset(&mut self) {
+        self.kind = None;
+        self.tables.clear();
+        self.names.clear();
+        self.counts.clear();
+        self.bitmaps.clear();
+        self.records.clear();
+        self.errors.clear();
+        self.binary_ids = None;
+        self.temporal = TemporalTraces::default();
+        self.empty = false;
+    }
+
+    fn push(&mut self, name: NameRef, record: &mut Record, bitmap_stated: bool) {
+        let counts = (self.counts.len() as u32, record.counts.len() as u32);
+        self.counts.extend_from_slice(&record.counts);
+        let bitmap = (self.bitmaps.len() as u32, record.bitmap.len() as u32);
+        self.bitmaps.extend_from_slice(&record.bitmap);
+        let values = record
+            .values
+            .iter()
+            .any(|s| !s.is_empty())
+            .then(|| Box::new(std::mem::take(&mut record.values)));
+        self.records.push(CompactRecord {
+            name,
+            hash: record.hash,
+            counts,
+            bitmap,
+            values,
+            bitmap_stated,
+        });
+    }
+
+    fn push_named(&mut self, name: &[u8], mut record: Record, bitmap_stated: bool) {
+        let name_ref = NameRef::Arena {
+            start: self.names.len() as u32,
+            len: name.len() as u32,
+        };
+        self.names.extend_from_slice(name);
+        self.push(name_ref, &mut record, bitmap_stated);
+    }
+
+    fn name(&self, name: NameRef) -> &[u8] {
+        match name {
+            NameRef::Table { table, index } => self.tables[table as usize].name(index),
+            NameRef::Arena { start, len } => &self.names[start as usize..(start + len) as usize],
         }
     }
 }
 
-fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    std::fs::read(path)
+/// An input's bytes: mapped when large (no copy), read when small (no mapping cost).
+enum InputBytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for InputBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            InputBytes::Mapped(m) => m,
+            InputBytes::Read(v) => v,
+        }
+    }
+}
+
+const MAP_AT_LEAST: u64 = 256 << 10;
+
+fn load(path: &Path) -> std::io::Result<InputBytes> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() < MAP_AT_LEAST {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut data)?;
+        return Ok(InputBytes::Read(data));
+    }
+    // SAFETY: the mapping is read-only and private; as with every mmap reader, another process
+    // truncating the profile while we read it is undefined (llvm-profdata maps inputs too).
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    Ok(InputBytes::Mapped(map))
 }
 
 /// Decodes one input the way `loadInput` consumes a reader.
-fn decode(path: &Path, weight: u64, options: &MergeOptions) -> Decoded {
-    let data = match read_file(path) {
+fn decode(
+    path: &Path,
+    weight: u64,
+    options: &MergeOptions,
+    cache: &NameTableCache,
+    pool: &Pool,
+) -> Decoded {
+    let data = match load(path) {
         Ok(d) => d,
         Err(e) => return Decoded::failed(InputError::Io(e)),
     };
@@ -142,21 +246,7 @@ fn decode(path: &Path, weight: u64, options: &MergeOptions) -> Decoded {
         d.empty = true;
         return d;
     }
-    let mut out = Decoded {
-        kind: Ok(ProfileKind::UNKNOWN),
-        names: Vec::new(),
-        records: Vec::new(),
-        errors: Vec::new(),
-        binary_ids: None,
-        temporal: TemporalTraces::default(),
-        empty: false,
-    };
-    let mut sink_noting = |name: &[u8], r: Record, bitmap_stated: bool| {
-        let start = out.names.len() as u32;
-        out.names.extend_from_slice(name);
-        out.records
-            .push((start, name.len() as u32, r, bitmap_stated));
-    };
+    let mut out = pool.take();
     let (kind, result, binary_ids, temporal, warnings) = match detect_format(&data) {
         None => return Decoded::failed(InputError::UnrecognizedFormat),
         Some(Format::Raw) => {
@@ -167,7 +257,21 @@ fn decode(path: &Path, weight: u64, options: &MergeOptions) -> Decoded {
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
-            let result = reader.read_records(&mut |n, r| sink_noting(n, r, true));
+            let result = reader.read_records_in_place(Some(cache), &mut |table, index, record| {
+                let name = match index {
+                    Some(index) => {
+                        if !out.tables.last().is_some_and(|t| Arc::ptr_eq(t, table)) {
+                            out.tables.push(table.clone());
+                        }
+                        NameRef::Table {
+                            table: out.tables.len() as u32 - 1,
+                            index,
+                        }
+                    }
+                    None => NameRef::Arena { start: 0, len: 0 },
+                };
+                out.push(name, record, true);
+            });
             let temporal = reader.temporal_traces(weight);
             let warnings = std::mem::take(&mut reader.warnings);
             (
@@ -183,7 +287,7 @@ fn decode(path: &Path, weight: u64, options: &MergeOptions) -> Decoded {
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
-            let result = reader.read_records(&mut |n, r| sink_noting(n, r, true));
+            let result = reader.read_records(&mut |n, r| out.push_named(n, r, true));
             let mut temporal = reader.temporal_traces().unwrap_or_default();
             for t in &mut temporal.traces {
                 t.weight = weight;
@@ -201,7 +305,8 @@ fn decode(path: &Path, weight: u64, options: &MergeOptions) -> Decoded {
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
-            let result = reader.read_records_noting_bitmaps(&mut sink_noting);
+            let result = reader
+                .read_records_noting_bitmaps(&mut |n, r, stated| out.push_named(n, r, stated));
             let mut temporal = std::mem::take(&mut reader.temporal);
             for t in &mut temporal.traces {
                 t.weight = weight;
@@ -209,7 +314,7 @@ fn decode(path: &Path, weight: u64, options: &MergeOptions) -> Decoded {
             (reader.kind(), result, Ok(Vec::new()), temporal, Vec::new())
         }
     };
-    out.kind = Ok(kind);
+    out.kind = Some(Ok(kind));
     out.temporal = temporal;
     out.errors = warnings.into_iter().map(InputError::Format).collect();
     match result.and(binary_ids) {
@@ -219,6 +324,28 @@ fn decode(path: &Path, weight: u64, options: &MergeOptions) -> Decoded {
     out
 }
 
+/// Decoded inputs' buffers, returned by the merger for the decoders to reuse: allocating and
+/// freeing megabytes per input costs page faults.
+#[derive(Default)]
+struct Pool {
+    free: std::sync::Mutex<Vec<Decoded>>,
+}
+
+impl Pool {
+    fn take(&self) -> Decoded {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.pop().unwrap_or_default()
+    }
+
+    fn give(&self, mut d: Decoded, keep: usize) {
+        d.reset();
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < keep {
+            free.push(d);
+        }
+    }
+}
+
 /// One of llvm-profdata's `WriterContext`s.
 #[derive(Default)]
 struct Context {
@@ -226,28 +353,59 @@ struct Context {
     errors: Vec<(PathBuf, InputError)>,
     notes: Vec<MergeNote>,
     seen_warnings: Vec<MergeWarning>,
+    /// Writer slots of each name table's names, so that raw inputs of one binary resolve
+    /// every name once.
+    slots: HashMap<usize, (Arc<NameTable>, Vec<u32>)>,
 }
 
+fn bitmap_of<'d>(decoded: &'d Decoded, record: &CompactRecord) -> &'d [u8] {
+    let (start, len) = record.bitmap;
+    &decoded.bitmaps[start as usize..(start + len) as usize]
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
 impl Context {
-    fn add(&mut self, input: &WeightedInput, decoded: Decoded) {
+    fn slot(&mut self, decoded: &Decoded, name: NameRef) -> u32 {
+        let NameRef::Table { table, index } = name else {
+            return self.writer.slot(decoded.name(name));
+        };
+        let table = &decoded.tables[table as usize];
+        let key = Arc::as_ptr(table) as usize;
+        let (_, slots) = self
+            .slots
+            .entry(key)
+            .or_insert_with(|| (table.clone(), vec![NO_SLOT; table.len()]));
+        let slot = slots[index as usize];
+        if slot != NO_SLOT {
+            return slot;
+        }
+        let slot = self.writer.slot(table.name(index));
+        if let Some((_, slots)) = self.slots.get_mut(&key) {
+            slots[index as usize] = slot;
+        }
+        slot
+    }
+
+    fn add(&mut self, input: &WeightedInput, decoded: &mut Decoded) {
         let path = &input.path;
-        let kind = match decoded.kind {
-            Ok(k) => k,
-            Err(e) => {
+        let kind = match decoded.kind.take() {
+            Some(Ok(k)) => k,
+            Some(Err(e)) => {
                 if !decoded.empty {
                     self.errors.push((path.clone(), e));
                 }
                 return;
             }
+            None => return,
         };
         if let Err(conflict) = self.writer.merge_kind(kind) {
             self.errors
                 .push((path.clone(), InputError::KindConflict(conflict.0)));
             return;
         }
-        let mut errors = decoded.errors.into_iter();
-        // Reader warnings come before a final reader error; LLVM records them as they happen,
-        // which for our purposes is before the end-of-input checks.
+        let mut errors = std::mem::take(&mut decoded.errors).into_iter();
+        // Reader warnings come before a final reader error.
         let final_error = if decoded.binary_ids.is_none() {
             errors.next_back()
         } else {
@@ -256,23 +414,39 @@ impl Context {
         for e in errors {
             self.errors.push((path.clone(), e));
         }
+        let mut records = std::mem::take(&mut decoded.records);
         // LLVM's text reader reuses one record: a record without a `$` line keeps the bitmap
         // the reused record still holds, which is empty once a record was moved into the
         // writer (new) and the last one read when it was merged into an existing one.
         let mut leftover_bitmap: Vec<u8> = Vec::new();
-        for (start, len, mut record, bitmap_stated) in decoded.records {
-            let name = &decoded.names[start as usize..(start + len) as usize];
-            if !bitmap_stated {
-                record.bitmap.clone_from(&leftover_bitmap);
-            }
-            let bitmap = record.bitmap.clone();
+        for record in records.iter_mut() {
+            let slot = self.slot(decoded, record.name);
+            let (start, len) = record.counts;
+            let counts = &decoded.counts[start as usize..(start + len) as usize];
+            let stated;
+            let bitmap = if record.bitmap_stated {
+                let (start, len) = record.bitmap;
+                stated = &decoded.bitmaps[start as usize..(start + len) as usize];
+                stated
+            } else {
+                &leftover_bitmap[..]
+            };
+            let parts = RecordParts {
+                hash: record.hash,
+                counts,
+                bitmap,
+                values: record.values.as_deref_mut(),
+            };
             let mut reported: Option<MergeWarning> = None;
-            let new = self
-                .writer
-                .add_record(name, record, input.weight, &mut |w| {
-                    reported.get_or_insert(w);
-                });
-            leftover_bitmap = if new { Vec::new() } else { bitmap };
+            let new = self.writer.add_parts(slot, parts, input.weight, &mut |w| {
+                reported.get_or_insert(w);
+            });
+            if new {
+                leftover_bitmap.clear();
+            } else if record.bitmap_stated {
+                leftover_bitmap.clear();
+                leftover_bitmap.extend_from_slice(bitmap_of(decoded, record));
+            }
             if let Some(w) = reported {
                 let first = !self.seen_warnings.contains(&w);
                 if first {
@@ -280,20 +454,23 @@ impl Context {
                 }
                 self.notes.push(MergeNote {
                     path: path.clone(),
-                    function: String::from_utf8_lossy(name).into_owned(),
+                    function: String::from_utf8_lossy(decoded.name(record.name)).into_owned(),
                     warning: w,
                     first_of_kind: first,
                 });
             }
         }
+        records.clear();
+        decoded.records = records;
         if !decoded.temporal.traces.is_empty() {
-            self.writer.add_temporal_traces(decoded.temporal);
+            self.writer
+                .add_temporal_traces(std::mem::take(&mut decoded.temporal));
         }
         if let Some(e) = final_error {
             self.errors.push((path.clone(), e));
             return;
         }
-        if let Some(ids) = decoded.binary_ids {
+        if let Some(ids) = decoded.binary_ids.take() {
             self.writer.add_binary_ids(ids);
         }
     }
@@ -329,20 +506,38 @@ pub fn llvm_thread_count(requested: usize, n: usize) -> usize {
 pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOutcome, String> {
     let threads = llvm_thread_count(options.llvm_threads, inputs.len());
     let num_contexts = if threads <= 1 { 1 } else { threads };
-    let mut contexts: Vec<Context> = (0..num_contexts).map(|_| Context::default()).collect();
-    // Decode a window of inputs in parallel, then merge them in input order; input i belongs to
-    // context i mod N, as llvm-profdata assigns them.
-    let window = 4 * rayon::current_num_threads().max(1);
-    for (chunk_index, chunk) in inputs.chunks(window).enumerate() {
-        let decoded: Vec<Decoded> = chunk
-            .par_iter()
-            .map(|input| decode(&input.path, input.weight, options))
-            .collect();
-        for (offset, d) in decoded.into_iter().enumerate() {
-            let i = chunk_index * window + offset;
-            contexts[i % num_contexts].add(&inputs[i], d);
+    let cache = NameTableCache::new();
+    let pool = &Pool::default();
+    // Inputs are decoded in parallel, a window at a time, while one thread merges the previous
+    // window in input order: input i belongs to context i mod N, as llvm-profdata assigns them.
+    let window = 2 * rayon::current_num_threads().max(1);
+    let contexts = std::thread::scope(|scope| {
+        let (send, receive) = std::sync::mpsc::sync_channel::<(usize, Vec<Decoded>)>(1);
+        let merger = scope.spawn(move || {
+            let mut contexts: Vec<Context> =
+                (0..num_contexts).map(|_| Context::default()).collect();
+            for (first, decoded) in receive {
+                for (offset, mut d) in decoded.into_iter().enumerate() {
+                    let i = first + offset;
+                    contexts[i % num_contexts].add(&inputs[i], &mut d);
+                    pool.give(d, 2 * window);
+                }
+            }
+            contexts
+        });
+        for (chunk_index, chunk) in inputs.chunks(window).enumerate() {
+            let decoded: Vec<Decoded> = chunk
+                .par_iter()
+                .map(|input| decode(&input.path, input.weight, options, &cache, pool))
+                .collect();
+            if send.send((chunk_index * window, decoded)).is_err() {
+                break;
+            }
         }
-    }
+        drop(send);
+        merger.join()
+    });
+    let contexts = contexts.map_err(|_| "the merging thread panicked".to_string())?;
     let merged = reduce_contexts(contexts)?;
     let num_errors = merged.errors.len();
     let failed = match options.failure_mode {

@@ -5,7 +5,7 @@ use hashbrown::HashMap;
 
 use formats::instrprof::indexed::writer::{write_indexed, IndexedProfile, NameEntry};
 use formats::instrprof::names::Symtab;
-use formats::instrprof::record::MAX_VALUES_PER_SITE;
+use formats::instrprof::record::{MAX_VALUES_PER_SITE, NUM_VALUE_KINDS};
 use formats::instrprof::text::write_text;
 use formats::instrprof::{ProfileKind, Record, TemporalTraces, ValueSite};
 
@@ -63,14 +63,16 @@ pub struct KindConflict(pub &'static str);
 #[derive(Clone, Debug, Default)]
 pub struct ProfileWriter {
     pub kind: ProfileKind,
-    pub functions: HashMap<Box<[u8]>, HashOrder>,
+    /// Name → index into `entries`.
+    index: HashMap<Box<[u8]>, u32>,
+    /// Each function name with its records (LLVM's `StringMap<SmallDenseMap<hash, record>>`).
+    entries: Vec<(Box<[u8]>, HashOrder)>,
     pub binary_ids: Vec<Vec<u8>>,
     pub temporal: TemporalTraces,
 }
 
 fn saturating_mul_add(x: u64, w: u64, acc: u64, overflow: &mut bool) -> u64 {
-    let product = x.checked_mul(w);
-    match product.and_then(|p| p.checked_add(acc)) {
+    match x.checked_mul(w).and_then(|p| p.checked_add(acc)) {
         Some(v) => v,
         None => {
             *overflow = true;
@@ -113,31 +115,93 @@ impl ProfileWriter {
         Ok(())
     }
 
+    /// The slot of `name`, created on first use.
+    pub fn slot(&mut self, name: &[u8]) -> u32 {
+        if let Some(&slot) = self.index.get(name) {
+            return slot;
+        }
+        let slot = self.entries.len() as u32;
+        self.index.insert(Box::from(name), slot);
+        self.entries.push((Box::from(name), HashOrder::default()));
+        slot
+    }
+
+    /// The records kept under `name`.
+    pub fn records_of(&self, name: &[u8]) -> Option<&HashOrder> {
+        self.index.get(name).map(|&i| &self.entries[i as usize].1)
+    }
+
     /// `InstrProfWriter::addRecord`: a new (name, hash) is taken (scaled by `weight`), a known one
     /// is merged into. `warn` gets each warning; LLVM reports only the first per record.
     /// Returns whether the record was new.
     pub fn add_record(
         &mut self,
         name: &[u8],
-        record: Record,
+        mut record: Record,
         weight: u64,
         warn: &mut dyn FnMut(MergeWarning),
     ) -> bool {
-        let map = match self.functions.get_mut(name) {
-            Some(m) => m,
-            None => self.functions.entry(Box::from(name)).or_default(),
+        let slot = self.slot(name);
+        self.add_record_at(slot, &mut record, weight, warn)
+    }
+
+    /// [`ProfileWriter::add_record`] for the name in `slot`, borrowing the record (a reused
+    /// scratch record: only its value data is taken).
+    pub fn add_record_at(
+        &mut self,
+        slot: u32,
+        record: &mut Record,
+        weight: u64,
+        warn: &mut dyn FnMut(MergeWarning),
+    ) -> bool {
+        let values = record
+            .values
+            .iter()
+            .any(|s| !s.is_empty())
+            .then_some(&mut record.values);
+        let parts = RecordParts {
+            hash: record.hash,
+            counts: &record.counts,
+            bitmap: &record.bitmap,
+            values,
         };
-        let (i, new) = map.entry(record.hash);
-        let dest = &mut map.records[i];
+        self.add_parts(slot, parts, weight, warn)
+    }
+
+    /// [`ProfileWriter::add_record`] from borrowed parts: nothing is allocated when the record
+    /// merges into an existing one.
+    pub fn add_parts(
+        &mut self,
+        slot: u32,
+        parts: RecordParts<'_>,
+        weight: u64,
+        warn: &mut dyn FnMut(MergeWarning),
+    ) -> bool {
+        let map = &mut self.entries[slot as usize].1;
+        let Some((i, new)) = map.entry(parts.hash) else {
+            // LLVM merges a record hashed 2^64-1 into the empty bucket's non-record and drops
+            // it: a counter mismatch unless it has no counters.
+            if !parts.counts.is_empty() {
+                warn(MergeWarning::CountMismatch);
+            }
+            return false;
+        };
+        let dest = map.get_mut(i);
         if new {
-            *dest = record;
+            dest.counts.extend_from_slice(parts.counts);
+            dest.bitmap.extend_from_slice(parts.bitmap);
+            if let Some(values) = parts.values {
+                dest.values = std::mem::take(values);
+            }
             if weight > 1 {
                 scale(dest, weight, warn);
             }
         } else {
-            merge_record(dest, record, weight, warn);
+            merge_record(dest, parts, weight, warn);
         }
-        sort_value_data(dest);
+        if dest.values.iter().any(|sites| !sites.is_empty()) {
+            sort_value_data(dest);
+        }
         new
     }
 
@@ -163,7 +227,7 @@ impl ProfileWriter {
 
     /// `mergeRecordsFromWriter` (weight 1), used to reduce LLVM's per-thread writer contexts.
     pub fn merge_from(&mut self, other: ProfileWriter, warn: &mut dyn FnMut(&[u8], MergeWarning)) {
-        for (name, records) in other.functions {
+        for (name, records) in other.entries {
             for record in records.into_ordered() {
                 let mut reported = false;
                 self.add_record(&name, record, 1, &mut |w| {
@@ -181,7 +245,7 @@ impl ProfileWriter {
     /// Names kept in the output (`--sparse` drops names whose records are all zero), sorted.
     fn output_names(&self, sparse: bool) -> Vec<(&[u8], &HashOrder)> {
         let mut names: Vec<(&[u8], &HashOrder)> = self
-            .functions
+            .entries
             .iter()
             .filter(|(_, records)| !sparse || records.iter().any(has_nonzero_data))
             .map(|(n, r)| (&**n, r))
@@ -256,13 +320,51 @@ fn pseudo_kind(counts: &[u64]) -> u8 {
     }
 }
 
-/// `InstrProfRecord::merge`.
-fn merge_record(dest: &mut Record, src: Record, weight: u64, warn: &mut dyn FnMut(MergeWarning)) {
+/// A record to add, borrowed.
+pub struct RecordParts<'a> {
+    pub hash: u64,
+    pub counts: &'a [u64],
+    pub bitmap: &'a [u8],
+    /// Value sites (taken when the record is new), or `None` for a record without values.
+    pub values: Option<&'a mut [Vec<ValueSite>; NUM_VALUE_KINDS]>,
+}
+
+/// `dest += src × weight` per counter, saturating at [`MAX_COUNT`]; true on overflow.
+fn add_counts(dest: &mut [u64], src: &[u64], weight: u64) -> bool {
+    let mut overflow = false;
+    if weight == 1 {
+        // Branch-free so that it vectorises: the common, unweighted merge.
+        for (d, &s) in dest.iter_mut().zip(src) {
+            let (sum, carry) = d.overflowing_add(s);
+            let clamped = if carry || sum > MAX_COUNT {
+                MAX_COUNT
+            } else {
+                sum
+            };
+            overflow |= carry | (sum > MAX_COUNT);
+            *d = clamped;
+        }
+        return overflow;
+    }
+    for (d, &s) in dest.iter_mut().zip(src) {
+        let v = saturating_mul_add(s, weight, *d, &mut overflow);
+        *d = clamp(v, &mut overflow);
+    }
+    overflow
+}
+
+/// `InstrProfRecord::merge` (the source's value sites are taken).
+fn merge_record(
+    dest: &mut Record,
+    src: RecordParts<'_>,
+    weight: u64,
+    warn: &mut dyn FnMut(MergeWarning),
+) {
     if dest.counts.len() != src.counts.len() {
         warn(MergeWarning::CountMismatch);
         return;
     }
-    let (this_kind, other_kind) = (pseudo_kind(&dest.counts), pseudo_kind(&src.counts));
+    let (this_kind, other_kind) = (pseudo_kind(&dest.counts), pseudo_kind(src.counts));
     if this_kind != 0 || other_kind != 0 {
         if this_kind == 0 || other_kind == 0 {
             warn(MergeWarning::CountMismatch);
@@ -275,28 +377,26 @@ fn merge_record(dest: &mut Record, src: Record, weight: u64, warn: &mut dyn FnMu
         };
         return;
     }
-    for (d, &s) in dest.counts.iter_mut().zip(&src.counts) {
-        let mut overflow = false;
-        let v = saturating_mul_add(s, weight, *d, &mut overflow);
-        *d = clamp(v, &mut overflow);
-        if overflow {
-            warn(MergeWarning::CounterOverflow);
-        }
+    if add_counts(&mut dest.counts, src.counts, weight) {
+        // LLVM warns once per overflowing counter; the caller reports only the first.
+        warn(MergeWarning::CounterOverflow);
     }
     if dest.bitmap.len() != src.bitmap.len() {
         warn(MergeWarning::BitmapMismatch);
         return;
     }
-    for (d, s) in dest.bitmap.iter_mut().zip(&src.bitmap) {
+    for (d, s) in dest.bitmap.iter_mut().zip(src.bitmap) {
         *d |= s;
     }
-    for (dest_sites, src_sites) in dest.values.iter_mut().zip(src.values) {
+    let mut no_values: [Vec<ValueSite>; NUM_VALUE_KINDS] = Default::default();
+    let src_values = src.values.unwrap_or(&mut no_values);
+    for (dest_sites, src_sites) in dest.values.iter_mut().zip(src_values.iter_mut()) {
         if dest_sites.len() != src_sites.len() {
             warn(MergeWarning::ValueSiteCountMismatch);
             continue;
         }
         for (d, s) in dest_sites.iter_mut().zip(src_sites) {
-            merge_site(d, s, weight, warn);
+            merge_site(d, std::mem::take(s), weight, warn);
         }
     }
 }

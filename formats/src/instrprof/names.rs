@@ -26,6 +26,18 @@ impl NameList {
         self.spans.len()
     }
 
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        self.spans.get(i).map(|&(s, e)| &self.buffer[s..e])
+    }
+
+    /// Adds another list's names after this one's.
+    pub fn append(&mut self, other: NameList) {
+        let base = self.buffer.len();
+        self.buffer.extend_from_slice(&other.buffer);
+        self.spans
+            .extend(other.spans.iter().map(|&(s, e)| (s + base, e + base)));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }

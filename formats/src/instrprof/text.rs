@@ -153,6 +153,8 @@ pub struct TextReader<'a> {
     lines: Lines<'a>,
     kind: ProfileKind,
     pub temporal: TemporalTraces,
+    /// Indirect-call and vtable target names met in value profiles (they join LLVM's symtab).
+    pub value_names: Vec<Vec<u8>>,
 }
 
 impl<'a> TextReader<'a> {
@@ -161,6 +163,7 @@ impl<'a> TextReader<'a> {
             lines: Lines::new(data),
             kind: ProfileKind::UNKNOWN,
             temporal: TemporalTraces::default(),
+            value_names: Vec::new(),
         };
         reader.read_header()?;
         Ok(reader)
@@ -349,6 +352,7 @@ impl<'a> TextReader<'a> {
                         if value == EXTERNAL_SYMBOL {
                             0
                         } else {
+                            self.value_names.push(value.to_vec());
                             md5_hash(value)
                         }
                     } else {
@@ -420,7 +424,13 @@ const KIND_NAMES: [&str; NUM_VALUE_KINDS] = [
     "IPVK_VTableTarget",
 ];
 
-fn write_record(out: &mut dyn Write, name: &[u8], r: &Record, symtab: &Symtab) -> io::Result<()> {
+/// One record in text form (`InstrProfWriter::writeRecordInText`).
+pub fn write_record(
+    out: &mut dyn Write,
+    name: &[u8],
+    r: &Record,
+    symtab: &Symtab,
+) -> io::Result<()> {
     out.write_all(name)?;
     writeln!(
         out,

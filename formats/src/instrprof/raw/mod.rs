@@ -4,6 +4,10 @@
 pub mod data;
 pub mod header;
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, Mutex};
+
 use crate::bytes::{Bytes, Endian};
 
 use super::error::{Error, ErrorKind, Result};
@@ -132,10 +136,24 @@ impl<'a> RawReader<'a> {
     /// Reads every record of every profile in the file, handing each to `sink` with its name.
     /// On error, the records already handed out stay handed out (as in LLVM).
     pub fn read_records(&mut self, sink: &mut dyn FnMut(&[u8], Record)) -> Result<()> {
+        self.read_records_in_place(None, &mut |table, name, record| {
+            sink(table.name_or_empty(name), record.clone())
+        })
+    }
+
+    /// Reads every record without allocating per record: `sink` gets the profile's name table,
+    /// the record's name index in it (`None` when the symtab lacks the NameRef, which LLVM
+    /// reads as an empty name) and a scratch record it may take values from. Name tables of
+    /// profiles whose name sections are byte-identical are shared through `cache`.
+    pub fn read_records_in_place(
+        &mut self,
+        cache: Option<&NameTableCache>,
+        sink: &mut RecordSink<'_>,
+    ) -> Result<()> {
         let mut header = self.first;
         let mut start = 0usize;
         loop {
-            let next = self.read_profile(&header, start, sink)?;
+            let next = self.read_profile(&header, start, cache, sink)?;
             match self.next_header_pos(next)? {
                 None => return Ok(()),
                 Some(pos) => {
@@ -252,18 +270,29 @@ impl<'a> RawReader<'a> {
         &mut self,
         h: &RawHeader,
         start: usize,
-        sink: &mut dyn FnMut(&[u8], Record),
+        cache: Option<&NameTableCache>,
+        sink: &mut RecordSink<'_>,
     ) -> Result<usize> {
         let s = self.sections(h, start)?;
         self.read_binary_ids(start + h.size, start + h.size + h.binary_ids_size as usize)?;
         let layout = DataLayout::new(h.version(), self.ptr64);
-        let names = decode_names(&self.bytes.data[s.names..s.names_end], s.names)?;
-        let vnames = decode_names(&self.bytes.data[s.vnames..s.vnames_end], s.vnames)?;
-        let symtab = NameIndex::new(&names, &vnames);
-        let records: Vec<ProfileData> = (0..h.num_data as usize)
-            .map(|i| layout.read(&self.bytes, s.data + i * layout.size))
-            .collect();
-        let addresses = AddressMap::new(&records, self.vtables(h, &s));
+        let names = &self.bytes.data[s.names..s.names_end];
+        let vnames = &self.bytes.data[s.vnames..s.vnames_end];
+        let build = || NameTable::decode(names, s.names, vnames, s.vnames);
+        let table = match cache {
+            Some(c) => c.get_or_build(names, vnames, build)?,
+            None => Arc::new(build()?),
+        };
+        let num_data = h.num_data as usize;
+        let record_at = |i: usize| layout.read(&self.bytes, s.data + i * layout.size);
+        // Addresses only matter for value data; most profiles have none.
+        let has_values =
+            (0..num_data).any(|i| record_at(i).num_value_sites.iter().any(|&n| n != 0));
+        let addresses = if has_values {
+            AddressMap::new((0..num_data).map(record_at), self.vtables(h, &s))
+        } else {
+            AddressMap::default()
+        };
         let mut ctx = ProfileCursor {
             relative_pointers: uses_relative_pointers(h),
             byte_coverage: h.version_word & variant::BYTE_COVERAGE != 0,
@@ -273,16 +302,42 @@ impl<'a> RawReader<'a> {
             value_data: s.value_data,
             value_kind_last: if h.version() >= 10 { 2 } else { 1 },
         };
-        for (i, d) in records.iter().enumerate() {
+        let hint = table.order_hint();
+        let mut resolved = Vec::new();
+        if hint.is_none() {
+            resolved.reserve(num_data);
+        }
+        let mut scratch = Record::default();
+        for i in 0..num_data {
+            let d = &layout.read(&self.bytes, s.data + i * layout.size);
             let at = s.data + i * layout.size;
-            let name = symtab.name(d.name_ref);
-            let record = self.read_record(&mut ctx, d, at, &s, name, &addresses)?;
-            sink(name, record);
+            let name = match hint.as_deref().and_then(|h| h.get(i)) {
+                Some(&(name_ref, index)) if name_ref == d.name_ref => {
+                    (index != u32::MAX).then_some(index)
+                }
+                _ => table.find(d.name_ref),
+            };
+            if hint.is_none() {
+                resolved.push((d.name_ref, name.unwrap_or(u32::MAX)));
+            }
+            self.read_record(
+                &mut ctx,
+                d,
+                at,
+                &s,
+                table.name_or_empty(name),
+                &addresses,
+                &mut scratch,
+            )?;
+            sink(&table, name, &mut scratch);
             // advanceData(): v8+ counter and bitmap pointers are relative to their own record.
             if ctx.relative_pointers {
                 ctx.counters_delta = ctx.counters_delta.wrapping_sub(layout.size as u64);
                 ctx.bitmap_delta = ctx.bitmap_delta.wrapping_sub(layout.size as u64);
             }
+        }
+        if hint.is_none() {
+            table.set_order_hint(resolved);
         }
         Ok(ctx.value_data)
     }
@@ -301,6 +356,7 @@ impl<'a> RawReader<'a> {
             .collect()
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn read_record(
         &mut self,
         ctx: &mut ProfileCursor,
@@ -309,15 +365,14 @@ impl<'a> RawReader<'a> {
         s: &Sections,
         name: &[u8],
         addresses: &AddressMap,
-    ) -> Result<Record> {
-        let counts = self.read_counts(ctx, d, at, s, name)?;
-        let bitmap = self.read_bitmap(ctx, d, at, s)?;
-        let mut record = Record {
-            hash: d.func_hash,
-            counts,
-            bitmap,
-            ..Record::default()
-        };
+        record: &mut Record,
+    ) -> Result<()> {
+        record.hash = d.func_hash;
+        self.read_counts(ctx, d, at, s, name, &mut record.counts)?;
+        self.read_bitmap(ctx, d, at, s, &mut record.bitmap)?;
+        for sites in &mut record.values {
+            sites.clear();
+        }
         if d.num_value_sites.iter().any(|&n| n != 0) {
             let block = parse_block(self.bytes, ctx.value_data, ctx.value_kind_last)?;
             for (kind, mut sites) in block.kinds {
@@ -330,7 +385,7 @@ impl<'a> RawReader<'a> {
             }
             ctx.value_data += block.total_size as usize;
         }
-        Ok(record)
+        Ok(())
     }
 
     fn read_counts(
@@ -340,7 +395,9 @@ impl<'a> RawReader<'a> {
         at: usize,
         s: &Sections,
         name: &[u8],
-    ) -> Result<Vec<u64>> {
+        counts: &mut Vec<u64>,
+    ) -> Result<()> {
+        counts.clear();
         let counter_size = if ctx.byte_coverage { 1 } else { 8 };
         if d.num_counters == 0 {
             return Err(Error::malformed(at, "number of counters is zero"));
@@ -373,7 +430,10 @@ impl<'a> RawReader<'a> {
             ));
         }
         let base = s.counters + offset as usize;
-        let mut counts = Vec::with_capacity(d.num_counters as usize);
+        counts.reserve(d.num_counters as usize);
+        if !ctx.temporal && !ctx.byte_coverage {
+            return self.read_u64_counts(base, d.num_counters as usize, name, counts);
+        }
         let mut i = 0usize;
         while i < d.num_counters as usize {
             let p = base + i * counter_size;
@@ -403,7 +463,41 @@ impl<'a> RawReader<'a> {
             }
             i += 1;
         }
-        Ok(counts)
+        Ok(())
+    }
+
+    /// The common case: 8-byte counters and no timestamp, decoded in one pass.
+    fn read_u64_counts(
+        &mut self,
+        base: usize,
+        n: usize,
+        name: &[u8],
+        counts: &mut Vec<u64>,
+    ) -> Result<()> {
+        // The caller checked that the counters lie inside the counters section.
+        let bytes = &self.bytes.data[base..base + 8 * n];
+        let endian = self.bytes.endian;
+        counts.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|c| endian.u64(c.try_into().unwrap_or_default())),
+        );
+        if counts.iter().any(|&v| v > MAX_COUNTER_VALUE) {
+            for (i, &v) in counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &v)| v > MAX_COUNTER_VALUE)
+            {
+                self.warnings.push(Error::at_byte(
+                    base + 8 * i,
+                    ErrorKind::CounterValueTooLarge {
+                        function: String::from_utf8_lossy(name).into_owned(),
+                        value: v,
+                    },
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn read_bitmap(
@@ -412,9 +506,11 @@ impl<'a> RawReader<'a> {
         d: &ProfileData,
         at: usize,
         s: &Sections,
-    ) -> Result<Vec<u8>> {
+        bitmap: &mut Vec<u8>,
+    ) -> Result<()> {
+        bitmap.clear();
         if d.num_bitmap_bytes == 0 {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let offset = d.bitmap_ptr.wrapping_sub(ctx.bitmap_delta) as i64;
         let section_len = (s.bitmap_end - s.bitmap) as i64;
@@ -444,7 +540,8 @@ impl<'a> RawReader<'a> {
             ));
         }
         let base = s.bitmap + offset as usize;
-        Ok(self.bytes.data[base..base + d.num_bitmap_bytes as usize].to_vec())
+        bitmap.extend_from_slice(&self.bytes.data[base..base + d.num_bitmap_bytes as usize]);
+        Ok(())
     }
 }
 
@@ -475,33 +572,147 @@ struct ProfileCursor {
     value_kind_last: usize,
 }
 
+/// Receives each record read in place: the profile's name table, the record's name index in it
+/// and the (reused) record.
+pub type RecordSink<'s> = dyn FnMut(&Arc<NameTable>, Option<u32>, &mut Record) + 's;
+
+/// (NameRef, name index) of each data record, in file order.
+type OrderHint = Arc<[(u64, u32)]>;
+
+/// A cached table and the name-section bytes it was decoded from.
+type CachedTable = (Box<[u8]>, Arc<NameTable>);
+
 /// NameRef → name over a profile's function and vtable names (`InstrProfSymtab`).
-struct NameIndex<'n> {
-    sorted: Vec<(u64, &'n [u8])>,
+#[derive(Debug)]
+pub struct NameTable {
+    /// NameRefs of the data records of the first profile read with this table and their name
+    /// indices: profiles of one binary list their records in the same order, so later ones
+    /// resolve names by a sequential comparison instead of a hash lookup.
+    order_hint: Mutex<Option<OrderHint>>,
+    names: NameList,
+    /// MD5 → index in `names`; the first name wins a hash.
+    by_hash: HashMap<u64, u32, BuildHasherDefault<Md5Hasher>>,
 }
 
-impl<'n> NameIndex<'n> {
-    fn new(names: &'n NameList, vnames: &'n NameList) -> NameIndex<'n> {
-        let mut sorted: Vec<(u64, &[u8])> = names
-            .iter()
-            .chain(vnames.iter())
-            .map(|n| (md5_hash(n), n))
-            .collect();
-        sorted.sort_unstable();
-        sorted.dedup_by_key(|e| e.0);
-        NameIndex { sorted }
+/// MD5 values are uniformly distributed already: hashing them again only costs time.
+#[derive(Default)]
+struct Md5Hasher(u64);
+
+impl Hasher for Md5Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+impl NameTable {
+    /// Decodes a profile's names and vtable names sections (at file offsets `at`, `vat`).
+    pub fn decode(names: &[u8], at: usize, vnames: &[u8], vat: usize) -> Result<NameTable> {
+        let mut list = decode_names(names, at)?;
+        list.append(decode_names(vnames, vat)?);
+        let mut by_hash = HashMap::with_capacity_and_hasher(list.len(), Default::default());
+        for (i, n) in list.iter().enumerate() {
+            by_hash.entry(md5_hash(n)).or_insert(i as u32);
+        }
+        Ok(NameTable {
+            order_hint: Mutex::new(None),
+            names: list,
+            by_hash,
+        })
     }
 
-    /// The name, or an empty name when the symtab lacks the hash (as LLVM does).
-    fn name(&self, hash: u64) -> &'n [u8] {
-        match self.sorted.binary_search_by_key(&hash, |e| e.0) {
-            Ok(i) => self.sorted[i].1,
-            Err(_) => &[],
+    fn order_hint(&self) -> Option<OrderHint> {
+        self.order_hint
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_order_hint(&self, order: Vec<(u64, u32)>) {
+        let mut hint = self.order_hint.lock().unwrap_or_else(|e| e.into_inner());
+        if hint.is_none() {
+            *hint = Some(order.into());
         }
+    }
+
+    /// The index of the name whose MD5 is `hash`.
+    pub fn find(&self, hash: u64) -> Option<u32> {
+        self.by_hash.get(&hash).copied()
+    }
+
+    pub fn name(&self, index: u32) -> &[u8] {
+        self.names.get(index as usize).unwrap_or_default()
+    }
+
+    /// The name, or the empty name LLVM reads for an unknown NameRef.
+    pub fn name_or_empty(&self, index: Option<u32>) -> &[u8] {
+        index.map_or(&[], |i| self.name(i))
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// Shares decoded name tables between raw profiles of the same binary: their name sections
+/// are byte-identical, so decompressing and hashing them once is enough.
+#[derive(Default)]
+pub struct NameTableCache {
+    tables: Mutex<HashMap<u64, Vec<CachedTable>>>,
+}
+
+/// Distinct binaries remembered; beyond that, tables are decoded per file.
+const MAX_CACHED_TABLES: usize = 64;
+
+impl NameTableCache {
+    pub fn new() -> NameTableCache {
+        NameTableCache::default()
+    }
+
+    fn key(names: &[u8], vnames: &[u8]) -> Box<[u8]> {
+        let mut key = Vec::with_capacity(8 + names.len() + vnames.len());
+        key.extend_from_slice(&(names.len() as u64).to_le_bytes());
+        key.extend_from_slice(names);
+        key.extend_from_slice(vnames);
+        key.into_boxed_slice()
+    }
+
+    pub fn get_or_build(
+        &self,
+        names: &[u8],
+        vnames: &[u8],
+        build: impl FnOnce() -> Result<NameTable>,
+    ) -> Result<Arc<NameTable>> {
+        let key = Self::key(names, vnames);
+        let hash = xxhash_rust::xxh3::xxh3_64(&key);
+        let lock = || self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(bucket) = lock().get(&hash) {
+            if let Some((_, table)) = bucket.iter().find(|(k, _)| **k == *key) {
+                return Ok(table.clone());
+            }
+        }
+        let table = Arc::new(build()?);
+        let mut tables = lock();
+        if tables.values().map(Vec::len).sum::<usize>() < MAX_CACHED_TABLES {
+            tables.entry(hash).or_default().push((key, table.clone()));
+        }
+        Ok(table)
     }
 }
 
 /// Function address → NameRef, and vtable address range → vtable name hash, for value remapping.
+#[derive(Default)]
 struct AddressMap {
     functions: Vec<(u64, u64)>,
     /// (start, end inclusive, name hash), sorted by start.
@@ -509,9 +720,11 @@ struct AddressMap {
 }
 
 impl AddressMap {
-    fn new(records: &[ProfileData], mut vtables: Vec<(u64, u64, u64)>) -> AddressMap {
+    fn new(
+        records: impl Iterator<Item = ProfileData>,
+        mut vtables: Vec<(u64, u64, u64)>,
+    ) -> AddressMap {
         let mut functions: Vec<(u64, u64)> = records
-            .iter()
             .filter(|d| d.function_pointer != 0)
             .map(|d| (d.function_pointer, d.name_ref))
             .collect();
