@@ -114,6 +114,23 @@ fn split_option(arg: &str) -> Option<(&str, Option<&str>)> {
     })
 }
 
+/// An option's value: inline (`-o=x`) or the next argument (`-o x`), which is then consumed.
+fn option_value(
+    args: &[String],
+    next: &mut usize,
+    inline: Option<&str>,
+    what: &str,
+) -> Result<String, BoxError> {
+    if let Some(v) = inline {
+        return Ok(v.to_string());
+    }
+    let v = args
+        .get(*next)
+        .ok_or_else(|| format!("option --{what} needs a value"))?;
+    *next += 1;
+    Ok(v.clone())
+}
+
 fn parse_bool(name: &str, value: Option<&str>) -> Result<bool, BoxError> {
     match value {
         None | Some("true") | Some("TRUE") | Some("True") | Some("1") => Ok(true),
@@ -143,16 +160,7 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
             m.positional.push(arg.clone());
             continue;
         };
-        let mut value = |what: &str| -> Result<String, BoxError> {
-            if let Some(v) = inline {
-                return Ok(v.to_string());
-            }
-            let v = args
-                .get(i)
-                .ok_or_else(|| format!("option --{what} needs a value"))?;
-            i += 1;
-            Ok(v.clone())
-        };
+        let mut value = |what: &str| option_value(args, &mut i, inline, what);
         match name {
             "o" | "output" => m.output = Some(value(name)?),
             "weighted-input" => m.weighted.push(value(name)?),
@@ -355,16 +363,7 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
             }
             continue;
         };
-        let mut value = |what: &str| -> Result<String, BoxError> {
-            if let Some(v) = inline {
-                return Ok(v.to_string());
-            }
-            let v = args
-                .get(i)
-                .ok_or_else(|| format!("option --{what} needs a value"))?;
-            i += 1;
-            Ok(v.clone())
-        };
+        let mut value = |what: &str| option_value(args, &mut i, inline, what);
         match name {
             "o" | "output" => output = Some(value(name)?),
             "function" => o.function = Some(value(name)?),

@@ -50,7 +50,6 @@ pub struct Block {
     pub ends_in_call: bool,
     /// Indices of successor blocks.
     pub successors: Vec<usize>,
-    pub is_entry: bool,
     pub is_landing_pad: bool,
 }
 
@@ -290,7 +289,6 @@ fn is_near_branch(ins: &Instruction) -> bool {
 fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, String> {
     let starts: BTreeSet<u64> = insns.iter().map(|i| i.offset).collect();
     let mut labels: BTreeSet<u64> = BTreeSet::from([0]);
-    labels.extend(f.secondary_entries.iter().copied());
     labels.extend(f.landing_pads.iter().copied());
     for insn in insns {
         match insn.kind {
@@ -346,11 +344,7 @@ fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, Strin
         .map(|(i, b)| (b.offset, i))
         .collect();
     add_edges(&mut blocks, &last_kind, insns, tables, &index);
-    if let Some(first) = blocks.first_mut() {
-        first.is_entry = true;
-    }
     for b in blocks.iter_mut() {
-        b.is_entry |= f.secondary_entries.contains(&b.offset);
         b.is_landing_pad = f.landing_pads.binary_search(&b.offset).is_ok();
     }
     Ok(Cfg {

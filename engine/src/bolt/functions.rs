@@ -10,6 +10,9 @@
 //!   `sym@PLT`;
 //! * a function contains addresses up to its "max size": the next function's start or the end of
 //!   its section, so padding after a function belongs to it.
+//!
+//! Not modelled: secondary entry points (symbols inside a function's body, which compilers do
+//! not emit for C/C++/Rust) and functions BOLT makes from FDEs without symbols.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -30,8 +33,6 @@ pub struct Function {
     pub name: String,
     /// A PLT stub: BOLT accepts traces through it but builds no CFG.
     pub is_plt: bool,
-    /// Offsets of secondary entry points (other symbols inside the function).
-    pub secondary_entries: Vec<u64>,
     /// Offsets of the exception landing pads inside the function.
     pub landing_pads: Vec<u64>,
     /// A compiler-split function: a `.cold` fragment, or the parent of one.
@@ -148,10 +149,6 @@ impl Functions {
         &self.functions[index]
     }
 
-    pub fn containing(&self, addr: u64) -> Option<&Function> {
-        self.index_containing(addr).map(|i| &self.functions[i])
-    }
-
     /// The bytes from `addr` to the end of its section.
     pub fn data_at(&self, addr: u64) -> Option<&[u8]> {
         self.section_at(addr).and_then(|s| {
@@ -223,7 +220,6 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
                 max_end: 0,
                 name: unique,
                 is_plt: false,
-                secondary_entries: Vec::new(),
                 landing_pads: Vec::new(),
                 split,
             }),
@@ -286,7 +282,6 @@ fn plt_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> V
                     max_end: 0,
                     name: format!("{target}@PLT"),
                     is_plt: true,
-                    secondary_entries: Vec::new(),
                     landing_pads: Vec::new(),
                     split: false,
                 });

@@ -142,7 +142,7 @@ fn analyse_touched(profile: &BinaryProfile, functions: &Functions) -> HashMap<u3
 
 /// perf2bolt's `checkReturn`: is the instruction at `addr` (inside a function) a return?
 fn is_return_at(functions: &Functions, addr: u64) -> bool {
-    if functions.containing(addr).is_none() {
+    if functions.index_containing(addr).is_none() {
         return false;
     }
     let Some(bytes) = functions.data_at(addr) else {
@@ -252,19 +252,6 @@ impl Fdata<'_> {
         }
     }
 
-    /// Number of lines `write` produces.
-    pub fn len(&self) -> usize {
-        if self.basic_events.is_some() {
-            self.samples.len()
-        } else {
-            self.branches.len()
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Writes fdata in perf2bolt's order: functions by name; in each, its branches sorted by
     /// (source, target), then the entries from unknown sources.
     pub fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
@@ -335,7 +322,9 @@ fn fall_throughs(
     let may_be_continuation = if is_return {
         from != 0
     } else {
-        !(block.is_entry || block.is_landing_pad)
+        // The entry block (BOLT's only entry point here: secondary entries are not
+        // modelled) and landing pads are never call continuations.
+        !(b == 0 || block.is_landing_pad)
     };
     if entered_at_start && may_be_continuation && b > 0 {
         let prev = &cfg.blocks[b - 1];

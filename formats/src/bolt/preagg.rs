@@ -322,15 +322,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn written_records_parse_back() {
+    /// One record of each kind the writer makes.
+    fn sample_records() -> Vec<u8> {
         let mut w = PreaggWriter::new(Vec::new());
         w.event("cycles:u:").unwrap();
         w.sample(0x401000, 7).unwrap();
         w.trace(0x401a, 0x4020, BR_ONLY, 3).unwrap();
         w.branch(0x401a, 0x4020, 0, 2).unwrap();
         w.fall_through(true, 0x10, 0x20, 5).unwrap();
-        let text = w.into_inner();
+        w.into_inner()
+    }
+
+    #[test]
+    fn written_records_parse_back() {
+        let text = sample_records();
         let records: Vec<Record> = parse(&text).collect::<Result<_, _>>().unwrap();
         assert_eq!(
             records,
@@ -376,13 +381,7 @@ mod tests {
 
     #[test]
     fn records_have_llvm_shape() {
-        let mut w = PreaggWriter::new(Vec::new());
-        w.event("cycles:u:").unwrap();
-        w.sample(0x401000, 7).unwrap();
-        w.trace(0x401a, 0x4020, BR_ONLY, 3).unwrap();
-        w.branch(0x401a, 0x4020, 0, 2).unwrap();
-        w.fall_through(true, 0x10, 0x20, 5).unwrap();
-        let text = String::from_utf8(w.into_inner()).unwrap();
+        let text = String::from_utf8(sample_records()).unwrap();
         assert_eq!(
             text,
             "E cycles:u:\nS 401000 7\nT 401a 4020 ffffffffffffffff 3\nB 401a 4020 0 2\nf 10 20 5\n"
