@@ -25,6 +25,7 @@ fn capture(dir: &Path, mib: u64) -> (std::path::PathBuf, std::path::PathBuf) {
         distinct_stacks: 20_000,
         kernel_fraction_percent: 5,
         compress: false,
+        attr_size: corpus::ATTR_SIZE,
         seed: 3,
     };
     let path = dir.join("bench.perf.data");

@@ -31,6 +31,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         distinct_stacks: 20_000,
         kernel_fraction_percent: 5,
         compress: false,
+        attr_size: corpus::ATTR_SIZE,
         seed: 1,
     };
     let stats = corpus::write_lbr_capture(

@@ -229,6 +229,60 @@ fn mmap_only_capture_gets_fdata() {
     );
 }
 
+/// perf 6.1 (and so perf2bolt, which runs `perf script`) refuses a capture whose
+/// `perf_event_attr` is 136 bytes (VER8); we read it. The same capture written with the
+/// 128-byte attr perf reads gives the reference.
+#[test]
+fn attr_size_136_capture_gets_perf2bolts_fdata() {
+    if !have_tool(PERF2BOLT_22) || !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sources(d);
+    let bin = build(d, "gcc", "attr136", &["a.c", "b.c"], &["-fPIE", "-pie"]);
+    let spec = capture_spec(&[&bin], 1, 1000, false, 17);
+    let readable = d.join("attr128.data");
+    write_capture(&readable, &spec);
+    let newer = d.join("attr136.data");
+    write_capture(
+        &newer,
+        &corpus::LbrCaptureSpec {
+            attr_size: 136,
+            ..spec
+        },
+    );
+    let refused = Command::new(PERF2BOLT_22)
+        .arg(&bin)
+        .arg("-p")
+        .arg(&newer)
+        .arg("-o")
+        .arg(d.join("refused.fdata"))
+        .output()
+        .unwrap();
+    if refused.status.success() {
+        eprintln!("note: this perf reads attr size 136; the test still compares fdata");
+    }
+    let reference = reference_fdata(PERF2BOLT_22, &bin, &readable, &[], d);
+    let ours_path = d.join("ours.fdata");
+    run_ok(
+        profmill()
+            .arg("perf2bolt")
+            .arg(&bin)
+            .arg("-p")
+            .arg(&newer)
+            .arg("-o")
+            .arg(&ours_path),
+    );
+    let ours = sorted_lines(&std::fs::read(&ours_path).unwrap());
+    assert_same_lines(
+        &ours,
+        &reference,
+        "attr-136 fdata vs perf2bolt 22 on attr 128",
+    );
+    assert!(ours.len() >= 20, "only {} lines", ours.len());
+}
+
 /// Through a link named `perf2bolt`, with LLVM's option spelling: on the capture, and with
 /// `--pa` on our pre-aggregated output in both dialects, as LLVM 22 perf2bolt reads them.
 #[test]

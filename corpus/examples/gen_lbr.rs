@@ -3,7 +3,7 @@
 //! OUT may be `-null` to measure generation without file I/O.
 //!
 //! usage: gen_lbr OUT.perf.data TARGET_MB [--compress] [--depth N] [--stacks N]
-//!        [--processes N] [--kernel PCT] [--seed N] BINARY[@0xBASE]...
+//!        [--processes N] [--kernel PCT] [--seed N] [--attr-size N] BINARY[@0xBASE]...
 
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use corpus::{LbrBinary, LbrCaptureSpec};
 
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
-    let usage = "usage: gen_lbr OUT TARGET_MB [--compress] [--depth N] [--stacks N] [--processes N] [--kernel PCT] [--seed N] BINARY[@0xBASE]...";
+    let usage = "usage: gen_lbr OUT TARGET_MB [--compress] [--depth N] [--stacks N] [--processes N] [--kernel PCT] [--seed N] [--attr-size N] BINARY[@0xBASE]...";
     let out = PathBuf::from(args.next().expect(usage));
     let target_mb: u64 = args.next().expect(usage).parse().expect("TARGET_MB");
     let mut spec = LbrCaptureSpec {
@@ -24,6 +24,7 @@ fn main() -> std::io::Result<()> {
         distinct_stacks: 10_000,
         kernel_fraction_percent: 5,
         compress: false,
+        attr_size: corpus::ATTR_SIZE,
         seed: 1,
     };
     while let Some(a) = args.next() {
@@ -35,6 +36,7 @@ fn main() -> std::io::Result<()> {
             "--processes" => spec.processes = num("--processes") as u32,
             "--kernel" => spec.kernel_fraction_percent = num("--kernel") as u32,
             "--seed" => spec.seed = num("--seed"),
+            "--attr-size" => spec.attr_size = num("--attr-size"),
             bin => {
                 let (path, base) = match bin.split_once('@') {
                     Some((p, b)) => (

@@ -20,7 +20,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 pub use cfg::build_id_of;
-pub use perf_writer::{MAX_LBR_DEPTH, SAMPLE_PERIOD};
+pub use perf_writer::{ATTR_SIZE, MAX_LBR_DEPTH, SAMPLE_PERIOD};
 pub use walk::KERNEL_TEXT_START;
 
 use cfg::BinaryCode;
@@ -71,6 +71,9 @@ pub struct LbrCaptureSpec {
     /// Wrap the samples in PERF_RECORD_COMPRESSED records holding one
     /// continuous, never-ended zstd stream, like `perf record -z`.
     pub compress: bool,
+    /// `perf_event_attr` size in the file: [`ATTR_SIZE`] (128,
+    /// what perf 6.1 reads) or e.g. 136 (VER8, which perf 6.1 refuses).
+    pub attr_size: u64,
     pub seed: u64,
 }
 
@@ -263,13 +266,15 @@ impl PreparedCapture {
     /// Writes the capture; see [`write_lbr_capture`].
     pub fn write<W: Write + Seek>(&self, out: &mut W) -> io::Result<CaptureStats> {
         let start = out.stream_position()?;
+        let attr_size = self.spec.attr_size;
         let mut header = FileHeader {
+            attr_size,
             data_size: 0,
             features: Vec::new(),
         };
         // Placeholder: rewritten once the data size is known.
         out.write_all(&header.encode())?;
-        out.write_all(&perf_writer::attr_entry())?;
+        out.write_all(&perf_writer::attr_entry(attr_size))?;
 
         let mut sink = DataSink::new(out, self.spec.compress)?;
         self.write_side_band(&mut sink)?;
@@ -279,15 +284,18 @@ impl PreparedCapture {
         header.data_size = data_size;
         let features = self.feature_sections(ratio);
         header.features = features.iter().map(|(bit, _)| *bit).collect();
-        let features_len =
-            write_features(out, start + perf_writer::DATA_OFFSET + data_size, &features)?;
+        let features_len = write_features(
+            out,
+            start + perf_writer::data_offset(attr_size) + data_size,
+            &features,
+        )?;
         let end = out.stream_position()?;
         out.seek(SeekFrom::Start(start))?;
         out.write_all(&header.encode())?;
         out.seek(SeekFrom::Start(end))?;
         debug_assert_eq!(
             end - start,
-            perf_writer::DATA_OFFSET + data_size + features_len
+            perf_writer::data_offset(attr_size) + data_size + features_len
         );
         Ok(CaptureStats {
             samples,
@@ -561,6 +569,10 @@ fn validate(spec: &LbrCaptureSpec) -> io::Result<()> {
         .any(|b| b.load_base.is_some_and(|a| a % PAGE != 0))
     {
         return invalid("load_base must be page-aligned");
+    }
+    // VER2 (80 bytes) is the first size with `branch_sample_type`.
+    if spec.attr_size < 80 || spec.attr_size % 8 != 0 || spec.attr_size > 4096 {
+        return invalid("attr_size must be a multiple of 8 between 80 and 4096");
     }
     Ok(())
 }

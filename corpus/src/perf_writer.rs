@@ -6,12 +6,19 @@
 use std::io::{self, Write};
 
 pub const HEADER_SIZE: u64 = 104;
-/// `perf_event_attr` size written (PERF_ATTR_SIZE_VER7): the newest size perf
-/// 6.1 accepts; it refuses VER8 (136) files as "more recent ABI".
+/// Default `perf_event_attr` size written (PERF_ATTR_SIZE_VER7): the newest
+/// size perf 6.1 accepts; it refuses VER8 (136) files as "more recent ABI".
 pub const ATTR_SIZE: u64 = 128;
+
 /// Each attrs entry is the attr followed by a `perf_file_section` for its ids.
-pub const ATTR_ENTRY_SIZE: u64 = ATTR_SIZE + 16;
-pub const DATA_OFFSET: u64 = HEADER_SIZE + ATTR_ENTRY_SIZE;
+pub fn attr_entry_size(attr_size: u64) -> u64 {
+    attr_size + 16
+}
+
+/// The data section follows the header and the one attrs entry.
+pub fn data_offset(attr_size: u64) -> u64 {
+    HEADER_SIZE + attr_entry_size(attr_size)
+}
 
 const RECORD_COMM: u32 = 3;
 const RECORD_SAMPLE: u32 = 9;
@@ -97,6 +104,7 @@ impl Rec {
 }
 
 pub struct FileHeader {
+    pub attr_size: u64,
     pub data_size: u64,
     /// Feature bits present, ascending.
     pub features: Vec<u32>,
@@ -109,9 +117,10 @@ impl FileHeader {
             bitmap[(f / 64) as usize] |= 1 << (f % 64);
         }
         let mut r = Rec::default();
-        r.bytes(b"PERFILE2").u64(HEADER_SIZE).u64(ATTR_ENTRY_SIZE);
-        r.u64(HEADER_SIZE).u64(ATTR_ENTRY_SIZE); // attrs
-        r.u64(DATA_OFFSET).u64(self.data_size); // data
+        let entry_size = attr_entry_size(self.attr_size);
+        r.bytes(b"PERFILE2").u64(HEADER_SIZE).u64(entry_size);
+        r.u64(HEADER_SIZE).u64(entry_size); // attrs
+        r.u64(data_offset(self.attr_size)).u64(self.data_size); // data
         r.u64(0).u64(0); // event_types (legacy)
         for word in bitmap {
             r.u64(word);
@@ -123,8 +132,9 @@ impl FileHeader {
 
 /// The one `perf_event_attr` (plus its empty ids section): hardware cycles
 /// with a fixed period and branch-stack sampling, flags as `perf record -b
-/// -c 100003` sets them.
-pub fn attr_entry() -> Vec<u8> {
+/// -c 100003` sets them. `attr_size` is at least 104 (VER3, which has
+/// `branch_sample_type`); fields past VER7 (e.g. VER8's `config3`) are zero.
+pub fn attr_entry(attr_size: u64) -> Vec<u8> {
     const FLAG_BITS: [u32; 10] = [
         0,  // disabled
         1,  // inherit
@@ -139,7 +149,7 @@ pub fn attr_entry() -> Vec<u8> {
     ];
     let flags = FLAG_BITS.iter().fold(0u64, |acc, b| acc | (1 << b));
     let mut r = Rec::default();
-    r.u32(0).u32(ATTR_SIZE as u32); // type PERF_TYPE_HARDWARE, size
+    r.u32(0).u32(attr_size as u32); // type PERF_TYPE_HARDWARE, size
     r.u64(0); // config PERF_COUNT_HW_CPU_CYCLES
     r.u64(SAMPLE_PERIOD);
     r.u64(SAMPLE_TYPE);
@@ -148,9 +158,10 @@ pub fn attr_entry() -> Vec<u8> {
     r.u32(0).u32(0); // wakeup_events, bp_type
     r.u64(0).u64(0); // config1, config2
     r.u64(BRANCH_SAMPLE_ANY);
-    r.0.resize(ATTR_SIZE as usize, 0); // regs, stack, clockid, aux, sig_data
+    debug_assert!(r.0.len() as u64 <= attr_size);
+    r.0.resize(attr_size as usize, 0); // regs, stack, clockid, aux, sig_data, config3
     r.u64(0).u64(0); // ids section: none (one event, no IDENTIFIER needed)
-    debug_assert_eq!(r.0.len() as u64, ATTR_ENTRY_SIZE);
+    debug_assert_eq!(r.0.len() as u64, attr_entry_size(attr_size));
     r.0
 }
 

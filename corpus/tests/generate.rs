@@ -41,6 +41,7 @@ fn spec(binaries: &[&str], compress: bool) -> LbrCaptureSpec {
         distinct_stacks: 400,
         kernel_fraction_percent: 10,
         compress,
+        attr_size: corpus::ATTR_SIZE,
         seed: 42,
     }
 }

@@ -54,6 +54,7 @@ fn indexed_and_streamed_reads_agree() {
         distinct_stacks: 2000,
         kernel_fraction_percent: 10,
         compress: false,
+        attr_size: corpus::ATTR_SIZE,
         seed: 5,
     };
     corpus::write_lbr_capture(&spec, &mut std::fs::File::create(&capture).unwrap()).unwrap();

@@ -149,7 +149,23 @@ pub fn generate_capture(
     compress: bool,
     seed: u64,
 ) {
-    let spec = corpus::LbrCaptureSpec {
+    let spec = capture_spec(binaries, mib, distinct_stacks, compress, seed);
+    write_capture(path, &spec);
+}
+
+pub fn write_capture(path: &Path, spec: &corpus::LbrCaptureSpec) {
+    corpus::write_lbr_capture(spec, &mut std::fs::File::create(path).unwrap()).unwrap();
+}
+
+/// The spec [`generate_capture`] writes: 3 processes, 5% kernel entries, attr size 128.
+pub fn capture_spec(
+    binaries: &[&Path],
+    mib: u64,
+    distinct_stacks: u32,
+    compress: bool,
+    seed: u64,
+) -> corpus::LbrCaptureSpec {
+    corpus::LbrCaptureSpec {
         binaries: binaries
             .iter()
             .map(|b| corpus::LbrBinary {
@@ -163,9 +179,9 @@ pub fn generate_capture(
         distinct_stacks,
         kernel_fraction_percent: 5,
         compress,
+        attr_size: corpus::ATTR_SIZE,
         seed,
-    };
-    corpus::write_lbr_capture(&spec, &mut std::fs::File::create(path).unwrap()).unwrap();
+    }
 }
 
 /// perf2bolt (LLVM 22) and `profmill aggregate --format fdata` on the same capture must write
@@ -197,7 +213,7 @@ pub fn assert_fdata_matches_perf2bolt(
 }
 
 /// perf2bolt's sorted fdata for a capture (in `dir/reference.fdata`); it must not be empty.
-fn reference_fdata(
+pub fn reference_fdata(
     perf2bolt: &str,
     binary: &Path,
     capture: &Path,
