@@ -571,7 +571,7 @@ fn validate(spec: &LbrCaptureSpec) -> io::Result<()> {
         return invalid("load_base must be page-aligned");
     }
     // VER2 (80 bytes) is the first size with `branch_sample_type`.
-    if spec.attr_size < 80 || spec.attr_size % 8 != 0 || spec.attr_size > 4096 {
+    if spec.attr_size < 80 || spec.attr_size & 7 != 0 || spec.attr_size > 4096 {
         return invalid("attr_size must be a multiple of 8 between 80 and 4096");
     }
     Ok(())
