@@ -185,13 +185,28 @@ pub fn capture_spec(
 }
 
 /// perf2bolt (LLVM 22) and `profmill aggregate --format fdata` on the same capture must write
-/// the same sorted fdata lines; returns how many.
+/// the same sorted fdata lines; so must perf2bolt 19 when installed (LLVM 19 and 22 agree on
+/// these inputs; the inputs where they don't have named tests). Returns the line count.
 pub fn assert_fdata_matches_perf2bolt(
     binary: &Path,
     capture: &Path,
     basic: bool,
     dir: &Path,
 ) -> usize {
+    let ours = fdata_matching_perf2bolt_22(binary, capture, basic, dir);
+    if let Some(llvm19) = perf2bolt_19_fdata(binary, capture, basic, dir) {
+        assert_same_lines(&ours, &llvm19, "fdata vs perf2bolt 19");
+    }
+    ours.len()
+}
+
+/// Our sorted fdata lines for `binary` in `capture`, asserted equal to perf2bolt 22's.
+pub fn fdata_matching_perf2bolt_22(
+    binary: &Path,
+    capture: &Path,
+    basic: bool,
+    dir: &Path,
+) -> Vec<String> {
     let extra: &[&str] = if basic { &["--ba"] } else { &[] };
     let reference = reference_fdata(PERF2BOLT_22, binary, capture, extra, dir);
     let ours_path = dir.join("ours.fdata");
@@ -209,7 +224,28 @@ pub fn assert_fdata_matches_perf2bolt(
     run_ok(&mut cmd);
     let ours = sorted_lines(&std::fs::read(&ours_path).unwrap());
     assert_same_lines(&ours, &reference, "fdata vs perf2bolt 22");
-    ours.len()
+    ours
+}
+
+/// perf2bolt 19's sorted fdata for the capture, or `None` when it is not installed. (LLVM 19
+/// spells basic mode `-nl`; LLVM 22 calls it `--ba`.)
+pub fn perf2bolt_19_fdata(
+    binary: &Path,
+    capture: &Path,
+    basic: bool,
+    dir: &Path,
+) -> Option<Vec<String>> {
+    if !have_tool(PERF2BOLT_19) {
+        return None;
+    }
+    let extra: &[&str] = if basic { &["-nl"] } else { &[] };
+    Some(perf2bolt_fdata(
+        PERF2BOLT_19,
+        binary,
+        capture,
+        extra,
+        &dir.join("llvm19.fdata"),
+    ))
 }
 
 /// perf2bolt's sorted fdata for a capture (in `dir/reference.fdata`); it must not be empty.
