@@ -129,10 +129,19 @@ pub fn write_fdata(
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let started = Instant::now();
     let data = std::fs::read(binary).map_err(engine::error::io_error(binary))?;
     let functions = Functions::from_elf(binary, &data)?;
+    let loaded = started.elapsed().as_secs_f64();
     let fdata = symbolize(profile, &functions, basic);
+    let symbolized = started.elapsed().as_secs_f64();
     write_atomically(path, |out| fdata.write(out))?;
+    eprintln!(
+        "profmill: {}: functions {loaded:.2} s, symbolized {:.2} s, written {:.2} s",
+        binary.display(),
+        symbolized - loaded,
+        started.elapsed().as_secs_f64() - symbolized
+    );
     let s = fdata.stats;
     if basic {
         eprintln!(

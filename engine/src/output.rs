@@ -29,7 +29,7 @@ pub fn write_atomically(
         let file = std::fs::File::create(&tmp)?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         write(&mut out)?;
-        out.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        out.into_inner().map_err(|e| e.into_error())?;
         std::fs::rename(&tmp, path)
     })();
     if result.is_err() {

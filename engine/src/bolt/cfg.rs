@@ -191,11 +191,12 @@ fn lay_out(
 ) -> (Vec<Insn>, Vec<Vec<u64>>) {
     let (decoded, dispatches) = (&d.decoded, &d.dispatches);
     let locked = |ins: &Instruction| code.get((ins.ip() - f.address) as usize) == Some(&LOCK);
-    let mut starts: BTreeSet<u64> = BTreeSet::new();
+    // Ascending: instructions are decoded in order, and a `lock` is one byte long.
+    let mut starts: Vec<u64> = Vec::with_capacity(decoded.len());
     for ins in decoded {
-        starts.insert(ins.ip() - f.address);
+        starts.push(ins.ip() - f.address);
         if locked(ins) {
-            starts.insert(ins.ip() - f.address + 1);
+            starts.push(ins.ip() - f.address + 1);
         }
     }
     let (table_of, tables) = read_tables(functions, f, dispatches, &starts, known_tables);
@@ -233,7 +234,7 @@ fn read_tables(
     functions: &Functions,
     f: &Function,
     dispatches: &[(usize, Indirect)],
-    starts: &BTreeSet<u64>,
+    starts: &[u64],
     known_tables: &BTreeSet<u64>,
 ) -> (BTreeMap<usize, usize>, Vec<Vec<u64>>) {
     let patterns: Vec<(usize, indirect::Pattern)> = dispatches
@@ -243,16 +244,20 @@ fn read_tables(
             _ => None,
         })
         .collect();
-    let mut addresses: BTreeSet<u64> = patterns.iter().map(|(_, p)| p.address).collect();
-    addresses.extend(known_tables.iter().copied());
+    let own: BTreeSet<u64> = patterns.iter().map(|(_, p)| p.address).collect();
+    // The next table after `address`, of this function or of any other one.
+    let next_table = |address: u64| {
+        let next_in = |set: &BTreeSet<u64>| set.range(address + 1..).next().copied();
+        next_in(&own)
+            .into_iter()
+            .chain(next_in(known_tables))
+            .min()
+            .unwrap_or(u64::MAX)
+    };
     let mut table_of = BTreeMap::new();
     let mut tables = Vec::new();
     for (i, p) in patterns {
-        let limit = addresses
-            .range(p.address + 1..)
-            .next()
-            .copied()
-            .unwrap_or(u64::MAX);
+        let limit = next_table(p.address);
         let entries = indirect::entries(functions, f, p, limit, Some(starts));
         if !entries.is_empty() {
             table_of.insert(i, tables.len());
@@ -287,32 +292,31 @@ fn is_near_branch(ins: &Instruction) -> bool {
 
 /// Blocks and edges from the instruction list; an error if a branch lands mid-instruction.
 fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, String> {
-    let starts: BTreeSet<u64> = insns.iter().map(|i| i.offset).collect();
-    let mut labels: BTreeSet<u64> = BTreeSet::from([0]);
+    let is_start = |offset: u64| insns.binary_search_by_key(&offset, |i| i.offset).is_ok();
+    let mut labels: Vec<u64> = vec![0];
     labels.extend(f.landing_pads.iter().copied());
     for insn in insns {
         match insn.kind {
-            Kind::CondBranch(Some(t)) | Kind::Jump(Some(t)) => {
-                labels.insert(t);
-            }
-            Kind::IndirectJump(Dispatch::Table(table)) => {
-                labels.extend(tables[table].iter().copied())
-            }
+            Kind::CondBranch(Some(t)) | Kind::Jump(Some(t)) => labels.push(t),
+            Kind::IndirectJump(Dispatch::Table(table)) => labels.extend(&tables[table]),
             _ => {}
         }
     }
+    labels.sort_unstable();
+    labels.dedup();
     // Entries at the function's end (`__builtin_unreachable`) have no block.
     labels.retain(|&l| l < f.size);
-    if let Some(l) = labels.iter().find(|l| !starts.contains(l)) {
+    if let Some(l) = labels.iter().find(|&&l| !is_start(l)) {
         return Err(format!("branch target {l:#x} is inside an instruction"));
     }
+    let is_label = |offset: u64| labels.binary_search(&offset).is_ok();
     let mut blocks: Vec<Block> = Vec::new();
     // Per block: the kind of its last instruction, and its instructions' range in `insns`.
     let mut last_kind: Vec<Option<Kind>> = Vec::new();
     let mut members: Vec<std::ops::Range<usize>> = Vec::new();
     let mut open = false;
     for (n, insn) in insns.iter().enumerate() {
-        if labels.contains(&insn.offset) {
+        if is_label(insn.offset) {
             blocks.push(Block::at(insn.offset));
             last_kind.push(None);
             members.push(n..n);
@@ -338,12 +342,7 @@ fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, Strin
         }
     }
     check_indirect_jumps(&mut last_kind, &members, insns)?;
-    let index: BTreeMap<u64, usize> = blocks
-        .iter()
-        .enumerate()
-        .map(|(i, b)| (b.offset, i))
-        .collect();
-    add_edges(&mut blocks, &last_kind, insns, tables, &index);
+    add_edges(&mut blocks, &last_kind, &members, insns, tables);
     for b in blocks.iter_mut() {
         b.is_landing_pad = f.landing_pads.binary_search(&b.offset).is_ok();
     }
@@ -397,25 +396,25 @@ fn is_terminator(kind: Kind) -> bool {
 fn add_edges(
     blocks: &mut [Block],
     last_kind: &[Option<Kind>],
+    members: &[std::ops::Range<usize>],
     insns: &[Insn],
     tables: &[Vec<u64>],
-    index: &BTreeMap<u64, usize>,
 ) {
-    let block_of = |offset: u64| index.range(..=offset).next_back().map(|(_, &i)| i);
-    for insn in insns {
-        let Some(b) = block_of(insn.offset) else {
-            continue;
-        };
-        let targets: Vec<u64> = match insn.kind {
-            Kind::CondBranch(Some(t)) | Kind::Jump(Some(t)) => vec![t],
-            Kind::IndirectJump(Dispatch::Table(table)) => tables[table].clone(),
-            _ => continue,
-        };
-        for t in targets {
-            if let Some(&to) = index.get(&t) {
-                blocks[b].successors.push(to);
-            }
+    // Blocks are in ascending offset order.
+    let block_at = |offset: u64| blocks.binary_search_by_key(&offset, |b| b.offset).ok();
+    let mut successors: Vec<Vec<usize>> = vec![Vec::new(); blocks.len()];
+    for (b, range) in members.iter().enumerate() {
+        for insn in &insns[range.clone()] {
+            let targets: &[u64] = match &insn.kind {
+                Kind::CondBranch(Some(t)) | Kind::Jump(Some(t)) => std::slice::from_ref(t),
+                Kind::IndirectJump(Dispatch::Table(table)) => &tables[*table],
+                _ => continue,
+            };
+            successors[b].extend(targets.iter().filter_map(|&t| block_at(t)));
         }
+    }
+    for (block, s) in blocks.iter_mut().zip(successors) {
+        block.successors = s;
     }
     for b in 0..blocks.len() {
         let falls_through = match last_kind[b] {

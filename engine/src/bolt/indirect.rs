@@ -156,13 +156,13 @@ fn table_kind(functions: &Functions, f: &Function, address: u64) -> Option<bool>
 
 /// A table's entries (offsets in `f`) while they land in the function (or exactly at its
 /// end, the `__builtin_unreachable` case), stopping before `limit` and, when instruction
-/// starts are known, at the first entry that is not one.
+/// starts are known (ascending), at the first entry that is not one.
 pub fn entries(
     functions: &Functions,
     f: &Function,
     t: Pattern,
     limit: u64,
-    starts: Option<&std::collections::BTreeSet<u64>>,
+    starts: Option<&[u64]>,
 ) -> Vec<u64> {
     let Some(data) = functions.data_at(t.address) else {
         return Vec::new();
@@ -180,7 +180,8 @@ pub fn entries(
             u64::from_le_bytes(chunk.try_into().unwrap_or_default())
         };
         let at_end = target == f.address + f.size;
-        let inside = f.contains(target) && starts.is_none_or(|s| s.contains(&(target - f.address)));
+        let inside = f.contains(target)
+            && starts.is_none_or(|s| s.binary_search(&(target - f.address)).is_ok());
         if !(inside || at_end) {
             break;
         }

@@ -15,8 +15,9 @@ pub mod eh;
 pub mod functions;
 pub mod indirect;
 
-use std::collections::HashMap;
 use std::io::Write;
+
+use hashbrown::HashMap;
 
 use formats::bolt::fdata::{FdataWriter, Location};
 use formats::bolt::preagg::BR_ONLY;
@@ -75,37 +76,95 @@ pub struct Fdata<'f> {
     pub out_of_range_samples: u64,
 }
 
-/// Symbolizes a profile; the functions its traces touch are disassembled in parallel.
+/// Symbolizes a profile; the functions its traces touch are disassembled in parallel, then
+/// the traces are symbolized in parallel chunks whose tables are summed.
 pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: bool) -> Fdata<'f> {
-    let mut fdata = Fdata {
-        functions,
-        branches: HashMap::new(),
-        samples: HashMap::new(),
-        basic_events: basic.then(|| profile.events.clone()),
-        stats: TraceStats::default(),
-        out_of_range_samples: 0,
-    };
+    let mut fdata = Fdata::new(functions, basic.then(|| profile.events.clone()));
     if basic {
         fdata.add_samples(&profile.ips);
-    } else {
-        let bodies = analyse_touched(profile, functions);
-        let mut returns: HashMap<u64, bool> = HashMap::from([(FT_EXTERNAL_RETURN, true)]);
-        for &branch in &profile.returns {
-            returns.insert(branch, true);
+        return fdata;
+    }
+    let bodies = analyse_touched(profile, functions);
+    let known_returns: HashMap<u64, bool> = std::iter::once(FT_EXTERNAL_RETURN)
+        .chain(profile.returns.iter().copied())
+        .map(|a| (a, true))
+        .collect();
+    profile
+        .traces
+        .par_chunks(TRACES_PER_CHUNK)
+        .fold(
+            || (Fdata::new(functions, None), known_returns.clone()),
+            |(mut part, mut returns), chunk| {
+                part.add_traces(&bodies, &mut returns, chunk);
+                (part, returns)
+            },
+        )
+        .map(|(part, _)| part)
+        .reduce(|| Fdata::new(functions, None), Fdata::merge)
+        .merge_into(fdata)
+}
+
+/// fdata lines formatted per batch (in parallel chunks) before the batch is written.
+const LINES_PER_BATCH: usize = 1 << 16;
+
+/// Enough traces per chunk that a chunk's table work outweighs merging it.
+const TRACES_PER_CHUNK: usize = 1 << 15;
+
+impl<'f> Fdata<'f> {
+    fn new(functions: &'f Functions, basic_events: Option<Vec<String>>) -> Self {
+        Fdata {
+            functions,
+            branches: HashMap::new(),
+            samples: HashMap::new(),
+            basic_events,
+            stats: TraceStats::default(),
+            out_of_range_samples: 0,
         }
-        for &((branch, from, to), c) in &profile.traces {
+    }
+
+    /// Branch records and fall-throughs of `traces`; `returns` memoizes `is_return_at`.
+    fn add_traces(
+        &mut self,
+        bodies: &HashMap<u32, Body>,
+        returns: &mut HashMap<u64, bool>,
+        traces: &[((u64, u64, u64), crate::table::Counts)],
+    ) {
+        let mut steps = Vec::new();
+        for &((branch, from, to), c) in traces {
             let is_return = *returns
                 .entry(branch)
-                .or_insert_with(|| is_return_at(functions, branch));
+                .or_insert_with(|| is_return_at(self.functions, branch));
             if !is_return && branch != FT_ONLY && branch != FT_EXTERNAL_ORIGIN {
-                fdata.add_branch(branch, from, c.taken, c.mispred);
+                self.add_branch(branch, from, c.taken, c.mispred);
             }
             if to != BR_ONLY {
-                fdata.add_trace(&bodies, (branch, from, to), c.taken, is_return);
+                self.add_trace(bodies, (branch, from, to), c.taken, is_return, &mut steps);
             }
         }
     }
-    fdata
+
+    /// Sums two partial results of the same profile (the larger table absorbs the smaller).
+    fn merge(mut self, mut other: Self) -> Self {
+        if self.branches.len() < other.branches.len() {
+            std::mem::swap(&mut self.branches, &mut other.branches);
+        }
+        for (key, b) in other.branches {
+            let mine = self.branches.entry(key).or_default();
+            mine.count += b.count;
+            mine.mispreds += b.mispreds;
+        }
+        self.stats.traces += other.stats.traces;
+        self.stats.invalid += other.stats.invalid;
+        self.stats.out_of_range += other.stats.out_of_range;
+        self
+    }
+
+    /// `self`'s branch records and statistics in `target` (which keeps its own settings).
+    fn merge_into(self, mut target: Self) -> Self {
+        target.branches = self.branches;
+        target.stats = self.stats;
+        target
+    }
 }
 
 /// CFGs of every function holding the start of a fall-through range.
@@ -137,6 +196,8 @@ fn analyse_touched(profile: &BinaryProfile, functions: &Functions) -> HashMap<u3
             };
             (i, body)
         })
+        .collect::<Vec<_>>()
+        .into_iter()
         .collect()
 }
 
@@ -192,6 +253,7 @@ impl Fdata<'_> {
         (branch, from, to): (u64, u64, u64),
         count: u64,
         is_return: bool,
+        steps: &mut Vec<(u64, u64)>,
     ) {
         self.stats.traces += count;
         let (Some(f), Some(g)) = (
@@ -207,22 +269,24 @@ impl Fdata<'_> {
         }
         let func = self.functions.get(f);
         let base = func.address;
-        let steps = match bodies.get(&(f as u32)) {
-            Some(Body::Pseudo) if from <= to => Some(Vec::new()),
+        steps.clear();
+        let valid = match bodies.get(&(f as u32)) {
+            Some(Body::Pseudo) => from <= to,
             Some(Body::Cfg(cfg)) => fall_throughs(
                 cfg,
                 branch == FT_ONLY || func.contains(branch),
                 from - base,
                 to.wrapping_sub(base),
                 is_return,
+                steps,
             ),
-            _ => None,
+            _ => false,
         };
-        let Some(steps) = steps else {
+        if !valid {
             self.stats.invalid += count;
             return;
-        };
-        for (a, b) in steps {
+        }
+        for &(a, b) in steps.iter() {
             let key = (
                 Loc {
                     func: Some(f as u32),
@@ -266,7 +330,7 @@ impl Fdata<'_> {
             return Ok(());
         }
         let mut lines: Vec<_> = self.branches.iter().collect();
-        lines.sort_by_cached_key(|&(&(from, to), _)| {
+        lines.par_sort_by_cached_key(|&(&(from, to), _)| {
             let owner = from.func.or(to.func);
             (
                 self.name(owner),
@@ -275,7 +339,23 @@ impl Fdata<'_> {
                 self.sort_key(to),
             )
         });
-        for (&(from, to), b) in lines {
+        // Formatted in parallel, a batch at a time so the text in memory stays bounded.
+        let out = w.into_inner();
+        for batch in lines.chunks(LINES_PER_BATCH) {
+            let texts: Vec<Vec<u8>> = batch
+                .par_chunks(LINES_PER_BATCH / 16)
+                .map(|chunk| self.format_branches(chunk))
+                .collect::<std::io::Result<_>>()?;
+            for text in texts {
+                out.write_all(&text)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn format_branches(&self, lines: &[(&(Loc, Loc), &Branch)]) -> std::io::Result<Vec<u8>> {
+        let mut w = FdataWriter::new(Vec::with_capacity(lines.len() * 64));
+        for &(&(from, to), b) in lines {
             w.branch(
                 &self.location(from),
                 &self.location(to),
@@ -283,7 +363,7 @@ impl Fdata<'_> {
                 b.count as i64,
             )?;
         }
-        Ok(())
+        Ok(w.into_inner())
     }
 
     fn name(&self, func: Option<u32>) -> &str {
@@ -304,19 +384,21 @@ impl Fdata<'_> {
 }
 
 /// `getFallthroughsInTrace`: the (last instruction, next block) edges from the block of `from`
-/// to the block of `to`, or `None` if the range does not follow the CFG.
+/// to the block of `to` (appended to `steps`), or `false` if the range does not follow the CFG.
 fn fall_throughs(
     cfg: &Cfg,
     branch_inside: bool,
     from: u64,
     to: u64,
     is_return: bool,
-) -> Option<Vec<(u64, u64)>> {
+    steps: &mut Vec<(u64, u64)>,
+) -> bool {
     if from > to {
-        return None;
+        return false;
     }
-    let mut b = cfg.block_containing(from)?;
-    let end = cfg.block_containing(to)?;
+    let (Some(mut b), Some(end)) = (cfg.block_containing(from), cfg.block_containing(to)) else {
+        return false;
+    };
     let block = &cfg.blocks[b];
     let entered_at_start = !branch_inside && from == block.offset;
     let may_be_continuation = if is_return {
@@ -332,17 +414,16 @@ fn fall_throughs(
             b -= 1;
         }
     }
-    let mut steps = Vec::new();
     while b != end {
         let next = b + 1;
         if next >= cfg.blocks.len() || !cfg.blocks[b].successors.contains(&next) {
-            return None;
+            return false;
         }
         let block = &cfg.blocks[b];
         steps.push((block.last.unwrap_or(block.offset), cfg.blocks[next].offset));
         b = next;
     }
-    Some(steps)
+    true
 }
 
 /// A pre-aggregated file (`perf2bolt --pa` input) as a profile, with LLVM 22's meaning of each
