@@ -94,11 +94,12 @@ pub fn run(args: Args) -> Result<(), BoxError> {
     match args.first().map(String::as_str) {
         Some("merge") => run_merge(parse_merge(&args[1..])?),
         Some("show") => run_show(&args[1..]),
+        Some("overlap") => run_overlap(&args[1..]),
         Some(other) => Err(format!(
-            "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge' and 'show' are)"
+            "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge', 'show' and 'overlap' are)"
         )
         .into()),
-        None => Err("usage: profmill llvm-profdata merge|show [options] <files…>".into()),
+        None => Err("usage: profmill llvm-profdata merge|show|overlap [options] <files…>".into()),
     }
 }
 
@@ -405,6 +406,83 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
     let listing = read_listing(&data).map_err(|e| format!("{file}: {e}"))?;
     let mut rendered = Vec::new();
     show(&listing, &o, &mut rendered)?;
+    match output.as_deref() {
+        None | Some("-") => std::io::stdout().lock().write_all(&rendered)?,
+        Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
+    }
+    Ok(())
+}
+
+fn run_overlap(args: &[String]) -> Result<(), BoxError> {
+    use engine::instrprof::overlap::{overlap, OverlapOptions};
+    use engine::instrprof::show::read_listing_partial;
+    let mut o = OverlapOptions::default();
+    let mut output: Option<String> = None;
+    let mut files: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some((name, inline)) = split_option(arg).filter(|_| arg != "-") else {
+            files.push(arg.clone());
+            continue;
+        };
+        let mut value = |what: &str| option_value(args, &mut i, inline, what);
+        match name {
+            "o" | "output" => output = Some(value(name)?),
+            "function" => o.function = value(name)?,
+            "value-cutoff" => {
+                let v = value(name)?;
+                o.value_cutoff = v
+                    .parse()
+                    .map_err(|_| format!("'{v}' value invalid for ulong argument!"))?;
+            }
+            "cs" => o.cs = parse_bool(name, inline)?,
+            "instr" => {
+                parse_bool(name, inline)?;
+            }
+            // Only read for sample profiles.
+            "similarity-cutoff" => {
+                value(name)?;
+            }
+            "sample" => {
+                return Err(
+                    "--sample: sample profiles are not supported by profmill llvm-profdata overlap"
+                        .into(),
+                )
+            }
+            _ => {
+                return Err(
+                    format!("llvm-profdata overlap: Unknown command line argument '{arg}'").into(),
+                )
+            }
+        }
+    }
+    let [base_name, test_name] = &files[..] else {
+        return Err(
+            "llvm-profdata overlap: exactly two profiles are needed (base and test)".into(),
+        );
+    };
+    // `OverlapStats::accumulateCounts` creates both readers first; reading stops silently at
+    // a record error, as LLVM's reader iteration does.
+    let read = |file: &str| -> Result<_, BoxError> {
+        let data = std::fs::read(file)
+            .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?;
+        let (listing, _stopped_at) = read_listing_partial(&data)
+            .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?;
+        Ok(listing)
+    };
+    let base = read(base_name)?;
+    let test = read(test_name)?;
+    let mut rendered = Vec::new();
+    let complete = overlap(&base, &test, base_name, test_name, &o, &mut rendered)?;
+    // When a profile sums to zero, llvm-profdata prints a note and calls exit(0), which drops
+    // its buffered output stream: the note only shows on a terminal (unbuffered there).
+    let to_terminal = output.as_deref().is_none_or(|o| o == "-")
+        && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    if !complete && !to_terminal {
+        rendered.clear();
+    }
     match output.as_deref() {
         None | Some("-") => std::io::stdout().lock().write_all(&rendered)?,
         Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,

@@ -3,6 +3,7 @@
 //! output depends only on the inputs and LLVM's context count, never on our thread count.
 
 pub mod hash_order;
+pub mod overlap;
 pub mod show;
 pub mod writer;
 
