@@ -6,6 +6,8 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use engine::instrprof::name_filter::NameFilter;
+use engine::instrprof::remap::Remapper;
 use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
 use engine::output::write_atomically;
 
@@ -21,10 +23,6 @@ type BoxError = Box<dyn std::error::Error>;
 
 /// Options of `llvm-profdata merge` that take a value and that we accept but ignore.
 const IGNORED_WITH_VALUE: &[&str] = &[
-    "remapping-file",
-    "r",
-    "function",
-    "no-function",
     "temporal-profile-trace-reservoir-size",
     "temporal-profile-max-trace-length",
     "debug-info",
@@ -66,6 +64,9 @@ struct MergeArgs {
     failure_mode: FailureMode,
     write_prev_version: bool,
     any_raw_version: bool,
+    function: String,
+    no_function: String,
+    remapping_file: Option<String>,
 }
 
 /// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
@@ -173,6 +174,9 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
             }
             "sparse" => m.sparse = parse_bool(name, inline)?,
             "write-prev-version" => m.write_prev_version = parse_bool(name, inline)?,
+            "function" => m.function = value(name)?,
+            "no-function" => m.no_function = value(name)?,
+            "r" | "remapping-file" => m.remapping_file = Some(value(name)?),
             "j" | "num-threads" => {
                 let v = value(name)?;
                 m.threads = v
@@ -284,7 +288,15 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
 
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let inputs = collect_inputs(&m)?;
+    let remapper = match &m.remapping_file {
+        Some(file) => {
+            let text = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
+            Some(std::sync::Arc::new(Remapper::parse(&text, file)?))
+        }
+        None => None,
+    };
     let options = MergeOptions {
+        remapper,
         llvm_threads: m.threads,
         raw_version: if m.any_raw_version {
             None
@@ -314,8 +326,17 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     if outcome.failed {
         return Err("no profile can be merged".into());
     }
+    let mut profile = outcome.profile;
+    let filter = NameFilter::new(&m.function, &m.no_function)?;
+    if filter.is_active() {
+        let before = profile.retain_names(|name| filter.keeps(name));
+        eprintln!(
+            "{} of {before} functions in the original profile are filtered.",
+            before - profile.num_names()
+        );
+    }
     let output = m.output.as_deref().unwrap_or("-");
-    let profile = &outcome.profile;
+    let profile = &profile;
     let version = if m.write_prev_version { 11 } else { 12 };
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
         if m.text {

@@ -3,7 +3,9 @@
 //! output depends only on the inputs and LLVM's context count, never on our thread count.
 
 pub mod hash_order;
+pub mod name_filter;
 pub mod overlap;
+pub mod remap;
 pub mod show;
 pub mod writer;
 
@@ -21,6 +23,7 @@ use formats::instrprof::{
     detect_format, Error as FormatError, Format, ProfileKind, Record, TemporalTraces,
 };
 
+use remap::Remapper;
 pub use writer::{MergeWarning, ProfileWriter, RecordParts, MAX_COUNT};
 
 /// One input file and its weight.
@@ -72,6 +75,8 @@ pub struct MergeOptions {
     /// Raw versions to accept: `Some(10)` behaves like llvm-profdata-19.
     pub raw_version: Option<u64>,
     pub failure_mode: FailureMode,
+    /// `--remapping-file`: record names are mapped as they are read.
+    pub remapper: Option<Arc<remap::Remapper>>,
 }
 
 impl Default for MergeOptions {
@@ -80,6 +85,7 @@ impl Default for MergeOptions {
             llvm_threads: 0,
             raw_version: Some(formats::instrprof::raw::LLVM19_VERSION),
             failure_mode: FailureMode::Any,
+            remapper: None,
         }
     }
 }
@@ -367,9 +373,14 @@ fn bitmap_of<'d>(decoded: &'d Decoded, record: &CompactRecord) -> &'d [u8] {
 const NO_SLOT: u32 = u32::MAX;
 
 impl Context {
-    fn slot(&mut self, decoded: &Decoded, name: NameRef) -> u32 {
+    fn slot(&mut self, decoded: &Decoded, name: NameRef, remapper: Option<&Remapper>) -> u32 {
+        let remap = |n: &'_ [u8]| -> Vec<u8> { remapper.map_or(n, |r| r.map(n)).to_vec() };
         let NameRef::Table { table, index } = name else {
-            return self.writer.slot(decoded.name(name));
+            let name = decoded.name(name);
+            return match remapper {
+                None => self.writer.slot(name),
+                Some(_) => self.writer.slot(&remap(name)),
+            };
         };
         let table = &decoded.tables[table as usize];
         let key = Arc::as_ptr(table) as usize;
@@ -381,14 +392,17 @@ impl Context {
         if slot != NO_SLOT {
             return slot;
         }
-        let slot = self.writer.slot(table.name(index));
+        let slot = match remapper {
+            None => self.writer.slot(table.name(index)),
+            Some(_) => self.writer.slot(&remap(table.name(index))),
+        };
         if let Some((_, slots)) = self.slots.get_mut(&key) {
             slots[index as usize] = slot;
         }
         slot
     }
 
-    fn add(&mut self, input: &WeightedInput, decoded: &mut Decoded) {
+    fn add(&mut self, input: &WeightedInput, decoded: &mut Decoded, remapper: Option<&Remapper>) {
         let path = &input.path;
         let kind = match decoded.kind.take() {
             Some(Ok(k)) => k,
@@ -421,7 +435,7 @@ impl Context {
         // writer (new) and the last one read when it was merged into an existing one.
         let mut leftover_bitmap: Vec<u8> = Vec::new();
         for record in records.iter_mut() {
-            let slot = self.slot(decoded, record.name);
+            let slot = self.slot(decoded, record.name, remapper);
             let (start, len) = record.counts;
             let counts = &decoded.counts[start as usize..(start + len) as usize];
             let stated;
@@ -455,7 +469,7 @@ impl Context {
                 }
                 self.notes.push(MergeNote {
                     path: path.clone(),
-                    function: String::from_utf8_lossy(decoded.name(record.name)).into_owned(),
+                    function: String::from_utf8_lossy(self.writer.name_of(slot)).into_owned(),
                     warning: w,
                     first_of_kind: first,
                 });
@@ -512,6 +526,7 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
     // Inputs are decoded in parallel, a window at a time, while one thread merges the previous
     // window in input order: input i belongs to context i mod N, as llvm-profdata assigns them.
     let window = 2 * rayon::current_num_threads().max(1);
+    let remapper = options.remapper.as_deref();
     let contexts = std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<(usize, Vec<Decoded>)>(1);
         let merger = scope.spawn(move || {
@@ -520,7 +535,7 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
             for (first, decoded) in receive {
                 for (offset, mut d) in decoded.into_iter().enumerate() {
                     let i = first + offset;
-                    contexts[i % num_contexts].add(&inputs[i], &mut d);
+                    contexts[i % num_contexts].add(&inputs[i], &mut d, remapper);
                     pool.give(d, 2 * window);
                 }
             }

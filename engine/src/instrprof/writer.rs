@@ -126,6 +126,30 @@ impl ProfileWriter {
         slot
     }
 
+    /// Keeps only the names `keep` accepts (`filterFunctions`); returns how many names there
+    /// were before.
+    pub fn retain_names(&mut self, mut keep: impl FnMut(&[u8]) -> bool) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|(name, _)| keep(name));
+        self.index = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (name.clone(), i as u32))
+            .collect();
+        before
+    }
+
+    /// The name in `slot`.
+    pub fn name_of(&self, slot: u32) -> &[u8] {
+        &self.entries[slot as usize].0
+    }
+
+    /// Names held (`FunctionData.size()`).
+    pub fn num_names(&self) -> usize {
+        self.entries.len()
+    }
+
     /// The records kept under `name`.
     pub fn records_of(&self, name: &[u8]) -> Option<&HashOrder> {
         self.index.get(name).map(|&i| &self.entries[i as usize].1)
