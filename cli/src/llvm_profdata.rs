@@ -46,7 +46,6 @@ const IGNORED_WITH_VALUE: &[&str] = &[
 ];
 /// Flags (no value) that we accept but ignore.
 const IGNORED_FLAGS: &[&str] = &[
-    "keep-vtable-symbols",
     "use-md5",
     "drop-profile-symbol-list",
     "convert-sample-profile-layout",
@@ -67,6 +66,7 @@ struct MergeArgs {
     function: String,
     no_function: String,
     remapping_file: Option<String>,
+    keep_vtable_symbols: bool,
 }
 
 /// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
@@ -177,6 +177,7 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
             "function" => m.function = value(name)?,
             "no-function" => m.no_function = value(name)?,
             "r" | "remapping-file" => m.remapping_file = Some(value(name)?),
+            "keep-vtable-symbols" => m.keep_vtable_symbols = parse_bool(name, inline)?,
             "j" | "num-threads" => {
                 let v = value(name)?;
                 m.threads = v
@@ -297,6 +298,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     };
     let options = MergeOptions {
         remapper,
+        keep_vtable_symbols: m.keep_vtable_symbols,
         llvm_threads: m.threads,
         raw_version: if m.any_raw_version {
             None

@@ -77,6 +77,8 @@ pub struct MergeOptions {
     pub failure_mode: FailureMode,
     /// `--remapping-file`: record names are mapped as they are read.
     pub remapper: Option<Arc<remap::Remapper>>,
+    /// `--keep-vtable-symbols`: the inputs' vtable names go into the indexed output.
+    pub keep_vtable_symbols: bool,
 }
 
 impl Default for MergeOptions {
@@ -86,6 +88,7 @@ impl Default for MergeOptions {
             raw_version: Some(formats::instrprof::raw::LLVM19_VERSION),
             failure_mode: FailureMode::Any,
             remapper: None,
+            keep_vtable_symbols: false,
         }
     }
 }
@@ -144,6 +147,8 @@ struct Decoded {
     binary_ids: Option<Vec<Vec<u8>>>,
     temporal: TemporalTraces,
     empty: bool,
+    /// The reader's vtable names (only collected for `--keep-vtable-symbols`).
+    vtable_names: Vec<Vec<u8>>,
 }
 
 impl Decoded {
@@ -166,6 +171,7 @@ impl Decoded {
         self.binary_ids = None;
         self.temporal = TemporalTraces::default();
         self.empty = false;
+        self.vtable_names.clear();
     }
 
     fn push(&mut self, name: NameRef, record: &mut Record, bitmap_stated: bool) {
@@ -280,6 +286,9 @@ fn decode(
                 out.push(name, record, true);
             });
             let temporal = reader.temporal_traces(weight);
+            if options.keep_vtable_symbols {
+                out.vtable_names = reader.vtable_names();
+            }
             let warnings = std::mem::take(&mut reader.warnings);
             (
                 reader.kind(),
@@ -295,6 +304,9 @@ fn decode(
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
             let result = reader.read_records(&mut |n, r| out.push_named(n, r, true));
+            if options.keep_vtable_symbols {
+                out.vtable_names = reader.vtable_names().unwrap_or_default();
+            }
             let mut temporal = reader.temporal_traces().unwrap_or_default();
             for t in &mut temporal.traces {
                 t.weight = weight;
@@ -314,6 +326,9 @@ fn decode(
             };
             let result = reader
                 .read_records_noting_bitmaps(&mut |n, r, stated| out.push_named(n, r, stated));
+            if options.keep_vtable_symbols {
+                out.vtable_names = std::mem::take(&mut reader.vtable_names);
+            }
             let mut temporal = std::mem::take(&mut reader.temporal);
             for t in &mut temporal.traces {
                 t.weight = weight;
@@ -477,6 +492,17 @@ impl Context {
         }
         records.clear();
         decoded.records = records;
+        // The names come from the reader's symtab, itself a `StringSet`: in its order.
+        let mut seen = hashbrown::HashSet::new();
+        let distinct: Vec<&[u8]> = decoded
+            .vtable_names
+            .iter()
+            .map(Vec::as_slice)
+            .filter(|n| seen.insert(*n))
+            .collect();
+        for name in formats::instrprof::indexed::string_map::string_set_order(&distinct) {
+            self.writer.add_vtable_name(name);
+        }
         if !decoded.temporal.traces.is_empty() {
             self.writer
                 .add_temporal_traces(std::mem::take(&mut decoded.temporal));

@@ -69,6 +69,10 @@ pub struct ProfileWriter {
     entries: Vec<(Box<[u8]>, HashOrder)>,
     pub binary_ids: Vec<Vec<u8>>,
     pub temporal: TemporalTraces,
+    /// `--keep-vtable-symbols`: distinct vtable names in insertion order (LLVM's `StringSet`,
+    /// whose order is simulated when written).
+    vtable_names: Vec<Box<[u8]>>,
+    vtable_name_set: hashbrown::HashSet<Box<[u8]>>,
 }
 
 fn saturating_mul_add(x: u64, w: u64, acc: u64, overflow: &mut bool) -> u64 {
@@ -229,6 +233,13 @@ impl ProfileWriter {
         new
     }
 
+    /// `addVTableName`.
+    pub fn add_vtable_name(&mut self, name: &[u8]) {
+        if self.vtable_name_set.insert(Box::from(name)) {
+            self.vtable_names.push(Box::from(name));
+        }
+    }
+
     pub fn add_binary_ids(&mut self, ids: Vec<Vec<u8>>) {
         self.binary_ids.extend(ids);
     }
@@ -264,6 +275,8 @@ impl ProfileWriter {
         }
         self.binary_ids.extend(other.binary_ids);
         self.add_temporal_traces(other.temporal);
+        // LLVM 19's mergeRecordsFromWriter leaves the other writer's vtable names behind: only
+        // the first context's reach the output (observed with -j 2).
     }
 
     /// Names kept in the output (`--sparse` drops names whose records are all zero), sorted.
@@ -296,6 +309,7 @@ impl ProfileWriter {
             entries,
             binary_ids,
             temporal: self.temporal.clone(),
+            vtable_names: self.vtable_names.iter().map(|n| &**n).collect(),
         };
         write_indexed(&profile, version)
     }

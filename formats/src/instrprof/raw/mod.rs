@@ -64,6 +64,8 @@ pub struct RawReader<'a> {
     pub warnings: Vec<Error>,
     /// (timestamp, NameRef) of functions with a temporal timestamp.
     timestamps: Vec<(u64, u64)>,
+    /// The symtab of the last profile read (LLVM's reader keeps only that one).
+    last_table: Option<Arc<NameTable>>,
 }
 
 /// Byte positions of one profile's sections.
@@ -98,6 +100,7 @@ impl<'a> RawReader<'a> {
             binary_ids: Vec::new(),
             warnings: Vec::new(),
             timestamps: Vec::new(),
+            last_table: None,
         })
     }
 
@@ -116,6 +119,14 @@ impl<'a> RawReader<'a> {
     /// The kind of the first profile (what llvm-profdata merges before reading records).
     pub fn kind(&self) -> ProfileKind {
         ProfileKind::from_raw_version(self.first.version_word)
+    }
+
+    /// The vtable names of the last profile read (`getSymtab().getVTableNames()`).
+    pub fn vtable_names(&self) -> Vec<Vec<u8>> {
+        self.last_table
+            .as_ref()
+            .map(|t| t.vtable_names().map(<[u8]>::to_vec).collect())
+            .unwrap_or_default()
     }
 
     /// The temporal trace of this file: functions ordered by timestamp, with `weight`.
@@ -283,6 +294,7 @@ impl<'a> RawReader<'a> {
             Some(c) => c.get_or_build(names, vnames, build)?,
             None => Arc::new(build()?),
         };
+        self.last_table = Some(table.clone());
         let num_data = h.num_data as usize;
         let record_at = |i: usize| layout.read(&self.bytes, s.data + i * layout.size);
         // Addresses only matter for value data; most profiles have none.
@@ -590,6 +602,8 @@ pub struct NameTable {
     /// resolve names by a sequential comparison instead of a hash lookup.
     order_hint: Mutex<Option<OrderHint>>,
     names: NameList,
+    /// Names from this index on come from the vtable names section.
+    first_vtable_name: usize,
     /// MD5 → index in `names`; the first name wins a hash.
     by_hash: HashMap<u64, u32, BuildHasherDefault<Md5Hasher>>,
 }
@@ -616,6 +630,7 @@ impl NameTable {
     /// Decodes a profile's names and vtable names sections (at file offsets `at`, `vat`).
     pub fn decode(names: &[u8], at: usize, vnames: &[u8], vat: usize) -> Result<NameTable> {
         let mut list = decode_names(names, at)?;
+        let first_vtable_name = list.len();
         list.append(decode_names(vnames, vat)?);
         let mut by_hash = HashMap::with_capacity_and_hasher(list.len(), Default::default());
         for (i, n) in list.iter().enumerate() {
@@ -624,8 +639,14 @@ impl NameTable {
         Ok(NameTable {
             order_hint: Mutex::new(None),
             names: list,
+            first_vtable_name,
             by_hash,
         })
+    }
+
+    /// The names of the vtable names section.
+    pub fn vtable_names(&self) -> impl Iterator<Item = &[u8]> {
+        self.names.iter().skip(self.first_vtable_name)
     }
 
     fn order_hint(&self) -> Option<OrderHint> {

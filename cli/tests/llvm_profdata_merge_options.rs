@@ -1,6 +1,6 @@
-//! `profmill llvm-profdata merge --function/--no-function/--remapping-file` against
-//! llvm-profdata-19: the same verdict for every pattern (LLVM's POSIX regex errors included),
-//! byte-identical output, and the same "N of M functions … are filtered." note.
+//! `profmill llvm-profdata merge --function/--no-function/--remapping-file/--keep-vtable-symbols`
+//! against llvm-profdata-19: the same verdict for every pattern (LLVM's POSIX regex errors
+//! included), byte-identical output, and the same "N of M functions … are filtered." note.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -315,4 +315,120 @@ fn remapping_files_rename_and_merge_records() {
         ];
         assert_same(&args, dir, &format!("remapped then filtered, file {i}"));
     }
+}
+
+/// A text profile whose one function has a vtable value site with `names`.
+fn vtable_profile(path: &Path, function: &str, names: &[String]) -> String {
+    let mut text = format!(":ir\n{function}\n1\n1\n10\n1\n2\n1\n{}\n", names.len());
+    for (i, name) in names.iter().enumerate() {
+        text.push_str(&format!("{name}:{}\n", i + 1));
+    }
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+    path.display().to_string()
+}
+
+const CXX_PROGRAM: &str = r#"
+#include <cstdlib>
+struct Base { virtual int f(int) = 0; virtual ~Base() {} };
+struct A : Base { int f(int x) override { return x + 1; } };
+struct B : Base { int f(int x) override { return x * 3; } };
+struct C : Base { int f(int x) override { return x - 7; } };
+int run(Base *b, int x) { return b->f(x); }
+int main(int argc, char **argv) {
+  int n = atoi(argv[1]);
+  A a; B b; C c; Base *all[3] = {&a, &b, &c};
+  int s = 0;
+  for (int i = 0; i < n; i++) s += run(all[i % 3], i);
+  return s == 12345;
+}
+"#;
+
+#[test]
+fn keep_vtable_symbols_in_string_set_order() {
+    if !have_tool(LLVM_PROFDATA) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // 40 and 25 names: the StringSet grows twice, and its order depends on insertion order.
+    let many: Vec<String> = (0..40).map(|i| format!("_ZTV{i}Class{}", i * 7)).collect();
+    let others: Vec<String> = (0..25).map(|i| format!("_ZTVOther{i}")).collect();
+    let v1 = vtable_profile(&dir.join("v1.proftext"), "f", &many);
+    let v2 = vtable_profile(&dir.join("v2.proftext"), "g", &others);
+    let mut inputs = vec![v1.clone(), v2.clone()];
+    if have_tool("clang++-19") {
+        let src = dir.join("vt.cpp");
+        std::fs::write(&src, CXX_PROGRAM).unwrap();
+        let exe = dir.join("vt");
+        let built = Command::new("clang++-19")
+            .args([
+                "-O1",
+                "-fprofile-generate",
+                "-mllvm",
+                "-enable-vtable-value-profiling",
+            ])
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .unwrap();
+        assert!(built.success());
+        let raw = dir.join("vt.profraw");
+        let ran = Command::new(&exe)
+            .arg("50")
+            .env("LLVM_PROFILE_FILE", &raw)
+            .status()
+            .unwrap();
+        assert!(ran.success());
+        inputs.push(raw.display().to_string());
+    }
+    let with_names = dir.join("kept.profdata");
+    let kept = Command::new(LLVM_PROFDATA)
+        .arg("merge")
+        .args(&inputs)
+        .args(["--keep-vtable-symbols", "-o"])
+        .arg(&with_names)
+        .status()
+        .unwrap();
+    assert!(kept.success());
+    inputs.push(with_names.display().to_string());
+    let args_of = |files: &[&String], extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = files.iter().map(|f| f.to_string()).collect();
+        args.push("--keep-vtable-symbols".into());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    for file in &inputs {
+        assert_same(&args_of(&[file], &[]), dir, &format!("{file} alone"));
+    }
+    for extra in [
+        &[][..],
+        &["-j", "1"],
+        &["--write-prev-version"],
+        &["--sparse"],
+    ] {
+        assert_same(
+            &args_of(&[&v1, &v2], extra),
+            dir,
+            &format!("v1 v2 {extra:?}"),
+        );
+        assert_same(
+            &args_of(&[&v2, &v1], extra),
+            dir,
+            &format!("v2 v1 {extra:?}"),
+        );
+    }
+    // llvm-profdata's writer contexts do not pass vtable names on when they are merged: with
+    // two contexts only the first one's names are written.
+    assert_same(&args_of(&[&v1, &v2], &["-j", "2"]), dir, "two contexts");
+    assert_same(
+        &args_of(&[&v2, &v1, &v2], &["-j", "2"]),
+        dir,
+        "two contexts, 3 inputs",
+    );
+    let all: Vec<&String> = inputs.iter().collect();
+    assert_same(&args_of(&all, &["-j", "1"]), dir, "every input");
+    // Without the flag no names are written.
+    assert_same(&[v1.clone(), v2.clone()], dir, "without the flag");
 }
