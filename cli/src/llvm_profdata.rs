@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use engine::instrprof::name_filter::NameFilter;
 use engine::instrprof::remap::Remapper;
+use engine::instrprof::temporal::TemporalLimits;
 use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
 use engine::output::write_atomically;
 
@@ -23,8 +24,6 @@ type BoxError = Box<dyn std::error::Error>;
 
 /// Options of `llvm-profdata merge` that take a value and that we accept but ignore.
 const IGNORED_WITH_VALUE: &[&str] = &[
-    "temporal-profile-trace-reservoir-size",
-    "temporal-profile-max-trace-length",
     "debug-info",
     "binary-file",
     "debuginfod",
@@ -67,6 +66,7 @@ struct MergeArgs {
     no_function: String,
     remapping_file: Option<String>,
     keep_vtable_symbols: bool,
+    temporal_limits: TemporalLimits,
 }
 
 /// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
@@ -133,6 +133,12 @@ fn option_value(
     Ok(v.clone())
 }
 
+fn parse_ulong(name: &str, v: &str) -> Result<u64, BoxError> {
+    v.parse().map_err(|_| {
+        format!("for the --{name} option: '{v}' value invalid for ulong argument!").into()
+    })
+}
+
 fn parse_bool(name: &str, value: Option<&str>) -> Result<bool, BoxError> {
     match value {
         None | Some("true") | Some("TRUE") | Some("True") | Some("1") => Ok(true),
@@ -178,6 +184,12 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
             "no-function" => m.no_function = value(name)?,
             "r" | "remapping-file" => m.remapping_file = Some(value(name)?),
             "keep-vtable-symbols" => m.keep_vtable_symbols = parse_bool(name, inline)?,
+            "temporal-profile-trace-reservoir-size" => {
+                m.temporal_limits.reservoir_size = parse_ulong(name, &value(name)?)?
+            }
+            "temporal-profile-max-trace-length" => {
+                m.temporal_limits.max_trace_length = parse_ulong(name, &value(name)?)?
+            }
             "j" | "num-threads" => {
                 let v = value(name)?;
                 m.threads = v
@@ -299,6 +311,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let options = MergeOptions {
         remapper,
         keep_vtable_symbols: m.keep_vtable_symbols,
+        temporal_limits: m.temporal_limits,
         llvm_threads: m.threads,
         raw_version: if m.any_raw_version {
             None

@@ -7,6 +7,7 @@ pub mod name_filter;
 pub mod overlap;
 pub mod remap;
 pub mod show;
+pub mod temporal;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -79,6 +80,8 @@ pub struct MergeOptions {
     pub remapper: Option<Arc<remap::Remapper>>,
     /// `--keep-vtable-symbols`: the inputs' vtable names go into the indexed output.
     pub keep_vtable_symbols: bool,
+    /// The temporal trace reservoir of each writer context.
+    pub temporal_limits: temporal::TemporalLimits,
 }
 
 impl Default for MergeOptions {
@@ -89,6 +92,7 @@ impl Default for MergeOptions {
             failure_mode: FailureMode::Any,
             remapper: None,
             keep_vtable_symbols: false,
+            temporal_limits: temporal::TemporalLimits::default(),
         }
     }
 }
@@ -307,10 +311,9 @@ fn decode(
             if options.keep_vtable_symbols {
                 out.vtable_names = reader.vtable_names().unwrap_or_default();
             }
-            let mut temporal = reader.temporal_traces().unwrap_or_default();
-            for t in &mut temporal.traces {
-                t.weight = weight;
-            }
+            // Only raw traces take the input's weight: the others keep their own
+            // (`getTemporalProfTraces`).
+            let temporal = reader.temporal_traces().unwrap_or_default();
             (
                 reader.kind(),
                 result,
@@ -329,10 +332,7 @@ fn decode(
             if options.keep_vtable_symbols {
                 out.vtable_names = std::mem::take(&mut reader.vtable_names);
             }
-            let mut temporal = std::mem::take(&mut reader.temporal);
-            for t in &mut temporal.traces {
-                t.weight = weight;
-            }
+            let temporal = std::mem::take(&mut reader.temporal);
             (reader.kind(), result, Ok(Vec::new()), temporal, Vec::new())
         }
     };
@@ -388,6 +388,12 @@ fn bitmap_of<'d>(decoded: &'d Decoded, record: &CompactRecord) -> &'d [u8] {
 const NO_SLOT: u32 = u32::MAX;
 
 impl Context {
+    fn with_limits(limits: temporal::TemporalLimits) -> Context {
+        let mut context = Context::default();
+        context.writer.temporal = temporal::TraceReservoir::new(limits);
+        context
+    }
+
     fn slot(&mut self, decoded: &Decoded, name: NameRef, remapper: Option<&Remapper>) -> u32 {
         let remap = |n: &'_ [u8]| -> Vec<u8> { remapper.map_or(n, |r| r.map(n)).to_vec() };
         let NameRef::Table { table, index } = name else {
@@ -556,8 +562,9 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
     let contexts = std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<(usize, Vec<Decoded>)>(1);
         let merger = scope.spawn(move || {
-            let mut contexts: Vec<Context> =
-                (0..num_contexts).map(|_| Context::default()).collect();
+            let mut contexts: Vec<Context> = (0..num_contexts)
+                .map(|_| Context::with_limits(options.temporal_limits))
+                .collect();
             for (first, decoded) in receive {
                 for (offset, mut d) in decoded.into_iter().enumerate() {
                     let i = first + offset;

@@ -10,14 +10,12 @@ use formats::instrprof::text::write_text;
 use formats::instrprof::{ProfileKind, Record, TemporalTraces, ValueSite};
 
 use super::hash_order::HashOrder;
+use super::temporal::TraceReservoir;
 
 /// The largest count LLVM stores: −1 and −2 are pseudo counts (hot / warm).
 pub const MAX_COUNT: u64 = u64::MAX - 2;
 const PSEUDO_HOT: u64 = u64::MAX;
 const PSEUDO_WARM: u64 = u64::MAX - 1;
-
-/// Temporal traces kept at most (`--temporal-profile-trace-reservoir-size` default).
-pub const TRACE_RESERVOIR_SIZE: u64 = 100;
 
 /// `instrprof_error`s that merging can warn about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,7 +66,7 @@ pub struct ProfileWriter {
     /// Each function name with its records (LLVM's `StringMap<SmallDenseMap<hash, record>>`).
     entries: Vec<(Box<[u8]>, HashOrder)>,
     pub binary_ids: Vec<Vec<u8>>,
-    pub temporal: TemporalTraces,
+    pub temporal: TraceReservoir,
     /// `--keep-vtable-symbols`: distinct vtable names in insertion order (LLVM's `StringSet`,
     /// whose order is simulated when written).
     vtable_names: Vec<Box<[u8]>>,
@@ -244,20 +242,9 @@ impl ProfileWriter {
         self.binary_ids.extend(ids);
     }
 
-    /// `addTemporalProfileTraces` while no stream is sampled (at most the reservoir size).
-    pub fn add_temporal_traces(&mut self, mut src: TemporalTraces) {
-        let dest_sampled = self.temporal.stream_size > TRACE_RESERVOIR_SIZE;
-        let src_sampled = src.stream_size > TRACE_RESERVOIR_SIZE;
-        if !dest_sampled && src_sampled {
-            std::mem::swap(&mut self.temporal, &mut src);
-        }
-        for trace in src.traces {
-            if self.temporal.stream_size < TRACE_RESERVOIR_SIZE {
-                self.temporal.traces.push(trace);
-            }
-            // Beyond the reservoir LLVM replaces a random trace (std::mt19937); not reproduced.
-            self.temporal.stream_size += 1;
-        }
+    /// `addTemporalProfileTraces`.
+    pub fn add_temporal_traces(&mut self, src: TemporalTraces) {
+        self.temporal.add(src);
     }
 
     /// `mergeRecordsFromWriter` (weight 1), used to reduce LLVM's per-thread writer contexts.
@@ -274,7 +261,7 @@ impl ProfileWriter {
             }
         }
         self.binary_ids.extend(other.binary_ids);
-        self.add_temporal_traces(other.temporal);
+        self.add_temporal_traces(other.temporal.traces);
         // LLVM 19's mergeRecordsFromWriter leaves the other writer's vtable names behind: only
         // the first context's reach the output (observed with -j 2).
     }
@@ -308,7 +295,7 @@ impl ProfileWriter {
             kind: self.kind,
             entries,
             binary_ids,
-            temporal: self.temporal.clone(),
+            temporal: self.temporal.traces.clone(),
             vtable_names: self.vtable_names.iter().map(|n| &**n).collect(),
         };
         write_indexed(&profile, version)
@@ -323,7 +310,7 @@ impl ProfileWriter {
             .flat_map(|&(name, rs)| rs.iter().map(move |r| (name, r)))
             .collect();
         records.sort_by(|a, b| a.0.cmp(b.0).then(a.1.hash.cmp(&b.1.hash)));
-        write_text(out, self.kind, &records, &symtab, &self.temporal)
+        write_text(out, self.kind, &records, &symtab, &self.temporal.traces)
     }
 }
 
