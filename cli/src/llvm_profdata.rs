@@ -240,8 +240,12 @@ fn parse_weighted(entry: &str) -> Result<(String, u64), BoxError> {
 
 /// `addWeightedInput`: files as given, directories expanded recursively in directory order.
 fn add_input(inputs: &mut Vec<WeightedInput>, path: &Path, weight: u64) -> Result<(), BoxError> {
-    if path.as_os_str() == "-" {
-        return Err("reading a profile from standard input is not supported".into());
+    if path.as_os_str() == engine::instrprof::STDIN {
+        inputs.push(WeightedInput {
+            path: path.to_path_buf(),
+            weight,
+        });
+        return Ok(());
     }
     let meta = std::fs::metadata(path)
         .map_err(|_| format!("{}: No such file or directory", path.display()))?;
@@ -435,10 +439,16 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
         }
     }
     let file = file.ok_or("llvm-profdata show: a profile file is required")?;
+    if file == output.as_deref().unwrap_or("-") {
+        return Err(
+            "llvm-profdata show: Input file name cannot be the same as the output file name!"
+                .into(),
+        );
+    }
     if o.all_functions && o.function.as_deref().is_some_and(|f| !f.is_empty()) {
         eprintln!("warning: -function argument ignored: showing all functions");
     }
-    let data = std::fs::read(&file).map_err(|e| format!("{file}: {e}"))?;
+    let data = read_file_or_stdin(&file).map_err(|e| format!("{file}: {e}"))?;
     let listing = read_listing(&data).map_err(|e| format!("{file}: {e}"))?;
     let mut rendered = Vec::new();
     show(&listing, &o, &mut rendered)?;
@@ -447,6 +457,16 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
         Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
     }
     Ok(())
+}
+
+/// A file's bytes, or standard input's for `-` (as `MemoryBuffer::getFileOrSTDIN`).
+fn read_file_or_stdin(file: &str) -> std::io::Result<Vec<u8>> {
+    if file == "-" {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)?;
+        return Ok(data);
+    }
+    std::fs::read(file)
 }
 
 fn run_overlap(args: &[String]) -> Result<(), BoxError> {
@@ -500,16 +520,25 @@ fn run_overlap(args: &[String]) -> Result<(), BoxError> {
         );
     };
     // `OverlapStats::accumulateCounts` creates both readers first; reading stops silently at
-    // a record error, as LLVM's reader iteration does.
-    let read = |file: &str| -> Result<_, BoxError> {
-        let data = std::fs::read(file)
-            .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?;
+    // a record error, as LLVM's reader iteration does. Standard input (`-`) is read once:
+    // LLVM reads each file again to load the base and to iterate the test records, and gets
+    // nothing from the consumed standard input then.
+    let mut stdin_read = false;
+    let mut read = |file: &str| -> Result<_, BoxError> {
+        let data = if file == "-" && std::mem::replace(&mut stdin_read, true) {
+            Vec::new()
+        } else {
+            read_file_or_stdin(file)
+                .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?
+        };
         let (listing, _stopped_at) = read_listing_partial(&data)
             .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?;
         Ok(listing)
     };
     let base = read(base_name)?;
     let test = read(test_name)?;
+    o.base_read_once = base_name == "-";
+    o.test_read_once = test_name == "-";
     let mut rendered = Vec::new();
     let complete = overlap(&base, &test, base_name, test_name, &o, &mut rendered)?;
     // When a profile sums to zero, llvm-profdata prints a note and calls exit(0), which drops

@@ -233,7 +233,17 @@ impl std::ops::Deref for InputBytes {
 
 const MAP_AT_LEAST: u64 = 256 << 10;
 
+/// The input name of standard input.
+pub const STDIN: &str = "-";
+
 fn load(path: &Path) -> std::io::Result<InputBytes> {
+    if path.as_os_str() == STDIN {
+        // llvm-profdata-19 accepts `-` but first probes it for the memprof format, which
+        // consumes standard input: its profile reader then sees an empty input, skipped
+        // silently. The same happens here, so that the output is llvm-profdata's.
+        std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
+        return Ok(InputBytes::Read(Vec::new()));
+    }
     let file = std::fs::File::open(path)?;
     if file.metadata()?.len() < MAP_AT_LEAST {
         let mut data = Vec::new();

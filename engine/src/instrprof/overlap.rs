@@ -26,6 +26,10 @@ pub struct OverlapOptions {
     pub function: String,
     /// Sum the CS records of IR profiles instead of the others (`--cs`).
     pub cs: bool,
+    /// The base / test profile can only be read once (standard input): LLVM's second reading
+    /// (to load the base, to iterate the test records) finds it empty.
+    pub base_read_once: bool,
+    pub test_read_once: bool,
 }
 
 impl Default for OverlapOptions {
@@ -34,6 +38,8 @@ impl Default for OverlapOptions {
             value_cutoff: u64::MAX,
             function: String::new(),
             cs: false,
+            base_read_once: false,
+            test_read_once: false,
         }
     }
 }
@@ -329,10 +335,20 @@ pub fn overlap(
     }
     // `loadInput` of the base: records with the same (name, hash) are merged, as in `merge`.
     let mut writer = ProfileWriter::default();
-    for (name, record) in &base.records {
+    let base_records = if options.base_read_once {
+        &[][..]
+    } else {
+        &base.records[..]
+    };
+    for (name, record) in base_records {
         writer.add_record(name, record.clone(), 1, &mut |_| {});
     }
-    for (name, record) in &test.records {
+    let test_records = if options.test_read_once {
+        &[][..]
+    } else {
+        &test.records[..]
+    };
+    for (name, record) in test_records {
         let mut func = Stats::default();
         func.test.accumulate(record);
         overlap_one(&writer, name, record, &mut program, &mut func, options);
