@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use engine::instrprof::correlate::correlation_from_binary;
 use engine::instrprof::name_filter::NameFilter;
 use engine::instrprof::remap::Remapper;
 use engine::instrprof::temporal::TemporalLimits;
@@ -24,8 +25,6 @@ type BoxError = Box<dyn std::error::Error>;
 
 /// Options of `llvm-profdata merge` that take a value and that we accept but ignore.
 const IGNORED_WITH_VALUE: &[&str] = &[
-    "debug-info",
-    "binary-file",
     "debuginfod",
     "correlate",
     "memprof-version",
@@ -67,6 +66,8 @@ struct MergeArgs {
     remapping_file: Option<String>,
     keep_vtable_symbols: bool,
     temporal_limits: TemporalLimits,
+    binary_file: Option<String>,
+    debug_info: Option<String>,
 }
 
 /// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
@@ -184,6 +185,8 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
             "no-function" => m.no_function = value(name)?,
             "r" | "remapping-file" => m.remapping_file = Some(value(name)?),
             "keep-vtable-symbols" => m.keep_vtable_symbols = parse_bool(name, inline)?,
+            "binary-file" => m.binary_file = Some(value(name)?),
+            "debug-info" => m.debug_info = Some(value(name)?),
             "temporal-profile-trace-reservoir-size" => {
                 m.temporal_limits.reservoir_size = parse_ulong(name, &value(name)?)?
             }
@@ -312,7 +315,23 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
         }
         None => None,
     };
+    let correlation = match (&m.binary_file, &m.debug_info) {
+        (Some(_), Some(_)) => return Err("Expected only one of -debug-info, -binary-file".into()),
+        (None, Some(_)) => {
+            return Err(
+                "--debug-info correlation is not implemented by profmill (--binary-file is)".into(),
+            )
+        }
+        (Some(binary), None) => {
+            let bytes = std::fs::read(binary).map_err(|e| format!("{binary}: {e}"))?;
+            let correlation = correlation_from_binary(&bytes, &mut |w| eprintln!("warning: {w}"))
+                .map_err(|e| format!("{binary}: {e}"))?;
+            Some(std::sync::Arc::new(correlation))
+        }
+        (None, None) => None,
+    };
     let options = MergeOptions {
+        correlation,
         remapper,
         keep_vtable_symbols: m.keep_vtable_symbols,
         temporal_limits: m.temporal_limits,

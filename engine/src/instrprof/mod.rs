@@ -2,6 +2,7 @@
 //! parallel, then merged in the order llvm-profdata's writer contexts would merge them, so the
 //! output depends only on the inputs and LLVM's context count, never on our thread count.
 
+pub mod correlate;
 pub mod hash_order;
 pub mod name_filter;
 pub mod overlap;
@@ -82,6 +83,8 @@ pub struct MergeOptions {
     pub keep_vtable_symbols: bool,
     /// The temporal trace reservoir of each writer context.
     pub temporal_limits: temporal::TemporalLimits,
+    /// `--binary-file`: data records and names for raw profiles that have none.
+    pub correlation: Option<Arc<formats::instrprof::raw::Correlation>>,
 }
 
 impl Default for MergeOptions {
@@ -93,6 +96,7 @@ impl Default for MergeOptions {
             remapper: None,
             keep_vtable_symbols: false,
             temporal_limits: temporal::TemporalLimits::default(),
+            correlation: None,
         }
     }
 }
@@ -284,6 +288,11 @@ fn decode(
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
+            if let Some(c) = &options.correlation {
+                if let Err(e) = reader.set_correlation(c.clone()) {
+                    return Decoded::failed(InputError::Format(e));
+                }
+            }
             let result = reader.read_records_in_place(Some(cache), &mut |table, index, record| {
                 let name = match index {
                     Some(index) => {

@@ -1,7 +1,8 @@
 //! Reader for raw `.profraw` files, following `RawInstrProfReader` (InstrProfReader.cpp): 32- and
 //! 64-bit, either byte order, versions 5, 7, 8, 9 and 10, several profiles back to back.
 
-pub mod data;
+mod correlate;
+mod data;
 pub mod header;
 
 use std::collections::HashMap;
@@ -16,6 +17,7 @@ use super::names::{decode_names, NameList};
 use super::record::{Record, IPVK_INDIRECT_CALL_TARGET, IPVK_VTABLE_TARGET};
 use super::value_prof::parse_block;
 use super::{md5_hash, TemporalTrace, TemporalTraces};
+pub use correlate::{BinarySections, Correlation};
 use data::{read_vtable, vtable_record_size, DataLayout, ProfileData};
 pub use header::{RawHeader, LLVM19_VERSION, SUPPORTED_VERSIONS};
 
@@ -66,6 +68,8 @@ pub struct RawReader<'a> {
     timestamps: Vec<(u64, u64)>,
     /// The symtab of the last profile read (LLVM's reader keeps only that one).
     last_table: Option<Arc<NameTable>>,
+    /// Data records and names from a binary (`--binary-file`).
+    correlation: Option<Arc<Correlation>>,
 }
 
 /// Byte positions of one profile's sections.
@@ -81,6 +85,14 @@ struct Sections {
     vnames: usize,
     vnames_end: usize,
     value_data: usize,
+}
+
+/// A profile read with a correlation must leave the data and names to it.
+fn check_correlatable(h: &RawHeader, start: usize) -> Result<()> {
+    if h.num_data != 0 || h.names_size != 0 || h.counters_delta != 0 || h.names_delta != 0 {
+        return Err(Error::at_byte(start, ErrorKind::UnexpectedCorrelationInfo));
+    }
+    Ok(())
 }
 
 fn padding_to_8(n: u64) -> u64 {
@@ -101,7 +113,17 @@ impl<'a> RawReader<'a> {
             warnings: Vec::new(),
             timestamps: Vec::new(),
             last_table: None,
+            correlation: None,
         })
+    }
+
+    /// Reads the data records and names from `correlation` instead of the file, whose
+    /// profiles must then have none: checked here for the first profile (LLVM fails to create
+    /// the reader), when read for the others.
+    pub fn set_correlation(&mut self, correlation: Arc<Correlation>) -> Result<()> {
+        check_correlatable(&self.first, 0)?;
+        self.correlation = Some(correlation);
+        Ok(())
     }
 
     pub fn header(&self) -> &RawHeader {
@@ -287,16 +309,29 @@ impl<'a> RawReader<'a> {
         let s = self.sections(h, start)?;
         self.read_binary_ids(start + h.size, start + h.size + h.binary_ids_size as usize)?;
         let layout = DataLayout::new(h.version(), self.ptr64);
-        let names = &self.bytes.data[s.names..s.names_end];
+        let correlation = self.correlation.clone();
+        if correlation.is_some() {
+            check_correlatable(h, start)?;
+        }
+        let (names, names_at) = match &correlation {
+            Some(c) => (&c.names[..], 0),
+            None => (&self.bytes.data[s.names..s.names_end], s.names),
+        };
         let vnames = &self.bytes.data[s.vnames..s.vnames_end];
-        let build = || NameTable::decode(names, s.names, vnames, s.vnames);
+        let build = || NameTable::decode(names, names_at, vnames, s.vnames);
         let table = match cache {
             Some(c) => c.get_or_build(names, vnames, build)?,
             None => Arc::new(build()?),
         };
         self.last_table = Some(table.clone());
-        let num_data = h.num_data as usize;
-        let record_at = |i: usize| layout.read(&self.bytes, s.data + i * layout.size);
+        let num_data = correlation
+            .as_ref()
+            .map_or(h.num_data as usize, |c| c.records.len());
+        let bytes = self.bytes;
+        let record_at = |i: usize| match &correlation {
+            Some(c) => c.records[i],
+            None => layout.read(&bytes, s.data + i * layout.size),
+        };
         // Addresses only matter for value data; most profiles have none.
         let has_values =
             (0..num_data).any(|i| record_at(i).num_value_sites.iter().any(|&n| n != 0));
@@ -306,7 +341,8 @@ impl<'a> RawReader<'a> {
             AddressMap::default()
         };
         let mut ctx = ProfileCursor {
-            relative_pointers: uses_relative_pointers(h),
+            // Correlated counter pointers are offsets into the counters section already.
+            relative_pointers: uses_relative_pointers(h) && correlation.is_none(),
             byte_coverage: h.version_word & variant::BYTE_COVERAGE != 0,
             temporal: h.version_word & variant::TEMPORAL_PROF != 0,
             counters_delta: h.counters_delta,
@@ -321,8 +357,12 @@ impl<'a> RawReader<'a> {
         }
         let mut scratch = Record::default();
         for i in 0..num_data {
-            let d = &layout.read(&self.bytes, s.data + i * layout.size);
-            let at = s.data + i * layout.size;
+            let d = &record_at(i);
+            let at = if correlation.is_some() {
+                s.data
+            } else {
+                s.data + i * layout.size
+            };
             let name = match hint.as_deref().and_then(|h| h.get(i)) {
                 Some(&(name_ref, index)) if name_ref == d.name_ref => {
                     (index != u32::MAX).then_some(index)
