@@ -6,6 +6,10 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use engine::instrprof::correlate::correlation_from_binary;
+use engine::instrprof::name_filter::NameFilter;
+use engine::instrprof::remap::Remapper;
+use engine::instrprof::temporal::TemporalLimits;
 use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
 use engine::output::write_atomically;
 
@@ -21,14 +25,6 @@ type BoxError = Box<dyn std::error::Error>;
 
 /// Options of `llvm-profdata merge` that take a value and that we accept but ignore.
 const IGNORED_WITH_VALUE: &[&str] = &[
-    "remapping-file",
-    "r",
-    "function",
-    "no-function",
-    "temporal-profile-trace-reservoir-size",
-    "temporal-profile-max-trace-length",
-    "debug-info",
-    "binary-file",
     "debuginfod",
     "correlate",
     "memprof-version",
@@ -48,7 +44,6 @@ const IGNORED_WITH_VALUE: &[&str] = &[
 ];
 /// Flags (no value) that we accept but ignore.
 const IGNORED_FLAGS: &[&str] = &[
-    "keep-vtable-symbols",
     "use-md5",
     "drop-profile-symbol-list",
     "convert-sample-profile-layout",
@@ -66,6 +61,13 @@ struct MergeArgs {
     failure_mode: FailureMode,
     write_prev_version: bool,
     any_raw_version: bool,
+    function: String,
+    no_function: String,
+    remapping_file: Option<String>,
+    keep_vtable_symbols: bool,
+    temporal_limits: TemporalLimits,
+    binary_file: Option<String>,
+    debug_info: Option<String>,
 }
 
 /// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
@@ -94,11 +96,12 @@ pub fn run(args: Args) -> Result<(), BoxError> {
     match args.first().map(String::as_str) {
         Some("merge") => run_merge(parse_merge(&args[1..])?),
         Some("show") => run_show(&args[1..]),
+        Some("overlap") => run_overlap(&args[1..]),
         Some(other) => Err(format!(
-            "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge' and 'show' are)"
+            "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge', 'show' and 'overlap' are)"
         )
         .into()),
-        None => Err("usage: profmill llvm-profdata merge|show [options] <files…>".into()),
+        None => Err("usage: profmill llvm-profdata merge|show|overlap [options] <files…>".into()),
     }
 }
 
@@ -129,6 +132,12 @@ fn option_value(
         .ok_or_else(|| format!("option --{what} needs a value"))?;
     *next += 1;
     Ok(v.clone())
+}
+
+fn parse_ulong(name: &str, v: &str) -> Result<u64, BoxError> {
+    v.parse().map_err(|_| {
+        format!("for the --{name} option: '{v}' value invalid for ulong argument!").into()
+    })
 }
 
 fn parse_bool(name: &str, value: Option<&str>) -> Result<bool, BoxError> {
@@ -172,6 +181,18 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
             }
             "sparse" => m.sparse = parse_bool(name, inline)?,
             "write-prev-version" => m.write_prev_version = parse_bool(name, inline)?,
+            "function" => m.function = value(name)?,
+            "no-function" => m.no_function = value(name)?,
+            "r" | "remapping-file" => m.remapping_file = Some(value(name)?),
+            "keep-vtable-symbols" => m.keep_vtable_symbols = parse_bool(name, inline)?,
+            "binary-file" => m.binary_file = Some(value(name)?),
+            "debug-info" => m.debug_info = Some(value(name)?),
+            "temporal-profile-trace-reservoir-size" => {
+                m.temporal_limits.reservoir_size = parse_ulong(name, &value(name)?)?
+            }
+            "temporal-profile-max-trace-length" => {
+                m.temporal_limits.max_trace_length = parse_ulong(name, &value(name)?)?
+            }
             "j" | "num-threads" => {
                 let v = value(name)?;
                 m.threads = v
@@ -222,8 +243,12 @@ fn parse_weighted(entry: &str) -> Result<(String, u64), BoxError> {
 
 /// `addWeightedInput`: files as given, directories expanded recursively in directory order.
 fn add_input(inputs: &mut Vec<WeightedInput>, path: &Path, weight: u64) -> Result<(), BoxError> {
-    if path.as_os_str() == "-" {
-        return Err("reading a profile from standard input is not supported".into());
+    if path.as_os_str() == engine::instrprof::STDIN {
+        inputs.push(WeightedInput {
+            path: path.to_path_buf(),
+            weight,
+        });
+        return Ok(());
     }
     let meta = std::fs::metadata(path)
         .map_err(|_| format!("{}: No such file or directory", path.display()))?;
@@ -283,7 +308,33 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
 
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let inputs = collect_inputs(&m)?;
+    let remapper = match &m.remapping_file {
+        Some(file) => {
+            let text = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
+            Some(std::sync::Arc::new(Remapper::parse(&text, file)?))
+        }
+        None => None,
+    };
+    let correlation = match (&m.binary_file, &m.debug_info) {
+        (Some(_), Some(_)) => return Err("Expected only one of -debug-info, -binary-file".into()),
+        (None, Some(_)) => {
+            return Err(
+                "--debug-info correlation is not implemented by profmill (--binary-file is)".into(),
+            )
+        }
+        (Some(binary), None) => {
+            let bytes = std::fs::read(binary).map_err(|e| format!("{binary}: {e}"))?;
+            let correlation = correlation_from_binary(&bytes, &mut |w| eprintln!("warning: {w}"))
+                .map_err(|e| format!("{binary}: {e}"))?;
+            Some(std::sync::Arc::new(correlation))
+        }
+        (None, None) => None,
+    };
     let options = MergeOptions {
+        correlation,
+        remapper,
+        keep_vtable_symbols: m.keep_vtable_symbols,
+        temporal_limits: m.temporal_limits,
         llvm_threads: m.threads,
         raw_version: if m.any_raw_version {
             None
@@ -313,8 +364,17 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     if outcome.failed {
         return Err("no profile can be merged".into());
     }
+    let mut profile = outcome.profile;
+    let filter = NameFilter::new(&m.function, &m.no_function)?;
+    if filter.is_active() {
+        let before = profile.retain_names(|name| filter.keeps(name));
+        eprintln!(
+            "{} of {before} functions in the original profile are filtered.",
+            before - profile.num_names()
+        );
+    }
     let output = m.output.as_deref().unwrap_or("-");
-    let profile = &outcome.profile;
+    let profile = &profile;
     let version = if m.write_prev_version { 11 } else { 12 };
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
         if m.text {
@@ -398,13 +458,115 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
         }
     }
     let file = file.ok_or("llvm-profdata show: a profile file is required")?;
+    if file == output.as_deref().unwrap_or("-") {
+        return Err(
+            "llvm-profdata show: Input file name cannot be the same as the output file name!"
+                .into(),
+        );
+    }
     if o.all_functions && o.function.as_deref().is_some_and(|f| !f.is_empty()) {
         eprintln!("warning: -function argument ignored: showing all functions");
     }
-    let data = std::fs::read(&file).map_err(|e| format!("{file}: {e}"))?;
+    let data = read_file_or_stdin(&file).map_err(|e| format!("{file}: {e}"))?;
     let listing = read_listing(&data).map_err(|e| format!("{file}: {e}"))?;
     let mut rendered = Vec::new();
     show(&listing, &o, &mut rendered)?;
+    match output.as_deref() {
+        None | Some("-") => std::io::stdout().lock().write_all(&rendered)?,
+        Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
+    }
+    Ok(())
+}
+
+/// A file's bytes, or standard input's for `-` (as `MemoryBuffer::getFileOrSTDIN`).
+fn read_file_or_stdin(file: &str) -> std::io::Result<Vec<u8>> {
+    if file == "-" {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)?;
+        return Ok(data);
+    }
+    std::fs::read(file)
+}
+
+fn run_overlap(args: &[String]) -> Result<(), BoxError> {
+    use engine::instrprof::overlap::{overlap, OverlapOptions};
+    use engine::instrprof::show::read_listing_partial;
+    let mut o = OverlapOptions::default();
+    let mut output: Option<String> = None;
+    let mut files: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some((name, inline)) = split_option(arg).filter(|_| arg != "-") else {
+            files.push(arg.clone());
+            continue;
+        };
+        let mut value = |what: &str| option_value(args, &mut i, inline, what);
+        match name {
+            "o" | "output" => output = Some(value(name)?),
+            "function" => o.function = value(name)?,
+            "value-cutoff" => {
+                let v = value(name)?;
+                o.value_cutoff = v
+                    .parse()
+                    .map_err(|_| format!("'{v}' value invalid for ulong argument!"))?;
+            }
+            "cs" => o.cs = parse_bool(name, inline)?,
+            "instr" => {
+                parse_bool(name, inline)?;
+            }
+            // Only read for sample profiles.
+            "similarity-cutoff" => {
+                value(name)?;
+            }
+            "sample" => {
+                return Err(
+                    "--sample: sample profiles are not supported by profmill llvm-profdata overlap"
+                        .into(),
+                )
+            }
+            _ => {
+                return Err(
+                    format!("llvm-profdata overlap: Unknown command line argument '{arg}'").into(),
+                )
+            }
+        }
+    }
+    let [base_name, test_name] = &files[..] else {
+        return Err(
+            "llvm-profdata overlap: exactly two profiles are needed (base and test)".into(),
+        );
+    };
+    // `OverlapStats::accumulateCounts` creates both readers first; reading stops silently at
+    // a record error, as LLVM's reader iteration does. Standard input (`-`) is read once:
+    // LLVM reads each file again to load the base and to iterate the test records, and gets
+    // nothing from the consumed standard input then.
+    let mut stdin_read = false;
+    let mut read = |file: &str| -> Result<_, BoxError> {
+        let data = if file == "-" && std::mem::replace(&mut stdin_read, true) {
+            Vec::new()
+        } else {
+            read_file_or_stdin(file)
+                .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?
+        };
+        let (listing, _stopped_at) = read_listing_partial(&data)
+            .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?;
+        Ok(listing)
+    };
+    let base = read(base_name)?;
+    let test = read(test_name)?;
+    o.base_read_once = base_name == "-";
+    o.test_read_once = test_name == "-";
+    let mut rendered = Vec::new();
+    let complete = overlap(&base, &test, base_name, test_name, &o, &mut rendered)?;
+    // When a profile sums to zero, llvm-profdata prints a note and calls exit(0), which drops
+    // its buffered output stream: the note only shows on a terminal (unbuffered there).
+    let to_terminal = output.as_deref().is_none_or(|o| o == "-")
+        && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    if !complete && !to_terminal {
+        rendered.clear();
+    }
     match output.as_deref() {
         None | Some("-") => std::io::stdout().lock().write_all(&rendered)?,
         Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,

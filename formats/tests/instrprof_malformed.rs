@@ -38,6 +38,7 @@ fn sample_indexed() -> Vec<u8> {
         ],
         binary_ids: vec![vec![1, 2, 3]],
         temporal: TemporalTraces::default(),
+        vtable_names: Vec::new(),
     };
     write_indexed(&profile, 12)
 }

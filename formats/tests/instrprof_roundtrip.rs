@@ -107,6 +107,7 @@ proptest! {
             entries: by_name.into_iter().map(|(name, records)| NameEntry { name: name.as_bytes(), records }).collect(),
             binary_ids: binary_ids.clone(),
             temporal: TemporalTraces::default(),
+            vtable_names: Vec::new(),
         };
         for version in [11, 12] {
             let bytes = write_indexed(&profile, version);

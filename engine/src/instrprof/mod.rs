@@ -2,8 +2,13 @@
 //! parallel, then merged in the order llvm-profdata's writer contexts would merge them, so the
 //! output depends only on the inputs and LLVM's context count, never on our thread count.
 
+pub mod correlate;
 pub mod hash_order;
+pub mod name_filter;
+pub mod overlap;
+pub mod remap;
 pub mod show;
+pub mod temporal;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +25,7 @@ use formats::instrprof::{
     detect_format, Error as FormatError, Format, ProfileKind, Record, TemporalTraces,
 };
 
+use remap::Remapper;
 pub use writer::{MergeWarning, ProfileWriter, RecordParts, MAX_COUNT};
 
 /// One input file and its weight.
@@ -71,6 +77,14 @@ pub struct MergeOptions {
     /// Raw versions to accept: `Some(10)` behaves like llvm-profdata-19.
     pub raw_version: Option<u64>,
     pub failure_mode: FailureMode,
+    /// `--remapping-file`: record names are mapped as they are read.
+    pub remapper: Option<Arc<remap::Remapper>>,
+    /// `--keep-vtable-symbols`: the inputs' vtable names go into the indexed output.
+    pub keep_vtable_symbols: bool,
+    /// The temporal trace reservoir of each writer context.
+    pub temporal_limits: temporal::TemporalLimits,
+    /// `--binary-file`: data records and names for raw profiles that have none.
+    pub correlation: Option<Arc<formats::instrprof::raw::Correlation>>,
 }
 
 impl Default for MergeOptions {
@@ -79,6 +93,10 @@ impl Default for MergeOptions {
             llvm_threads: 0,
             raw_version: Some(formats::instrprof::raw::LLVM19_VERSION),
             failure_mode: FailureMode::Any,
+            remapper: None,
+            keep_vtable_symbols: false,
+            temporal_limits: temporal::TemporalLimits::default(),
+            correlation: None,
         }
     }
 }
@@ -137,6 +155,8 @@ struct Decoded {
     binary_ids: Option<Vec<Vec<u8>>>,
     temporal: TemporalTraces,
     empty: bool,
+    /// The reader's vtable names (only collected for `--keep-vtable-symbols`).
+    vtable_names: Vec<Vec<u8>>,
 }
 
 impl Decoded {
@@ -159,6 +179,7 @@ impl Decoded {
         self.binary_ids = None;
         self.temporal = TemporalTraces::default();
         self.empty = false;
+        self.vtable_names.clear();
     }
 
     fn push(&mut self, name: NameRef, record: &mut Record, bitmap_stated: bool) {
@@ -216,7 +237,17 @@ impl std::ops::Deref for InputBytes {
 
 const MAP_AT_LEAST: u64 = 256 << 10;
 
+/// The input name of standard input.
+pub const STDIN: &str = "-";
+
 fn load(path: &Path) -> std::io::Result<InputBytes> {
+    if path.as_os_str() == STDIN {
+        // llvm-profdata-19 accepts `-` but first probes it for the memprof format, which
+        // consumes standard input: its profile reader then sees an empty input, skipped
+        // silently. The same happens here, so that the output is llvm-profdata's.
+        std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
+        return Ok(InputBytes::Read(Vec::new()));
+    }
     let file = std::fs::File::open(path)?;
     if file.metadata()?.len() < MAP_AT_LEAST {
         let mut data = Vec::new();
@@ -257,6 +288,11 @@ fn decode(
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
+            if let Some(c) = &options.correlation {
+                if let Err(e) = reader.set_correlation(c.clone()) {
+                    return Decoded::failed(InputError::Format(e));
+                }
+            }
             let result = reader.read_records_in_place(Some(cache), &mut |table, index, record| {
                 let name = match index {
                     Some(index) => {
@@ -273,6 +309,9 @@ fn decode(
                 out.push(name, record, true);
             });
             let temporal = reader.temporal_traces(weight);
+            if options.keep_vtable_symbols {
+                out.vtable_names = reader.vtable_names();
+            }
             let warnings = std::mem::take(&mut reader.warnings);
             (
                 reader.kind(),
@@ -288,10 +327,12 @@ fn decode(
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
             let result = reader.read_records(&mut |n, r| out.push_named(n, r, true));
-            let mut temporal = reader.temporal_traces().unwrap_or_default();
-            for t in &mut temporal.traces {
-                t.weight = weight;
+            if options.keep_vtable_symbols {
+                out.vtable_names = reader.vtable_names().unwrap_or_default();
             }
+            // Only raw traces take the input's weight: the others keep their own
+            // (`getTemporalProfTraces`).
+            let temporal = reader.temporal_traces().unwrap_or_default();
             (
                 reader.kind(),
                 result,
@@ -307,10 +348,10 @@ fn decode(
             };
             let result = reader
                 .read_records_noting_bitmaps(&mut |n, r, stated| out.push_named(n, r, stated));
-            let mut temporal = std::mem::take(&mut reader.temporal);
-            for t in &mut temporal.traces {
-                t.weight = weight;
+            if options.keep_vtable_symbols {
+                out.vtable_names = std::mem::take(&mut reader.vtable_names);
             }
+            let temporal = std::mem::take(&mut reader.temporal);
             (reader.kind(), result, Ok(Vec::new()), temporal, Vec::new())
         }
     };
@@ -366,9 +407,20 @@ fn bitmap_of<'d>(decoded: &'d Decoded, record: &CompactRecord) -> &'d [u8] {
 const NO_SLOT: u32 = u32::MAX;
 
 impl Context {
-    fn slot(&mut self, decoded: &Decoded, name: NameRef) -> u32 {
+    fn with_limits(limits: temporal::TemporalLimits) -> Context {
+        let mut context = Context::default();
+        context.writer.temporal = temporal::TraceReservoir::new(limits);
+        context
+    }
+
+    fn slot(&mut self, decoded: &Decoded, name: NameRef, remapper: Option<&Remapper>) -> u32 {
+        let remap = |n: &'_ [u8]| -> Vec<u8> { remapper.map_or(n, |r| r.map(n)).to_vec() };
         let NameRef::Table { table, index } = name else {
-            return self.writer.slot(decoded.name(name));
+            let name = decoded.name(name);
+            return match remapper {
+                None => self.writer.slot(name),
+                Some(_) => self.writer.slot(&remap(name)),
+            };
         };
         let table = &decoded.tables[table as usize];
         let key = Arc::as_ptr(table) as usize;
@@ -380,14 +432,17 @@ impl Context {
         if slot != NO_SLOT {
             return slot;
         }
-        let slot = self.writer.slot(table.name(index));
+        let slot = match remapper {
+            None => self.writer.slot(table.name(index)),
+            Some(_) => self.writer.slot(&remap(table.name(index))),
+        };
         if let Some((_, slots)) = self.slots.get_mut(&key) {
             slots[index as usize] = slot;
         }
         slot
     }
 
-    fn add(&mut self, input: &WeightedInput, decoded: &mut Decoded) {
+    fn add(&mut self, input: &WeightedInput, decoded: &mut Decoded, remapper: Option<&Remapper>) {
         let path = &input.path;
         let kind = match decoded.kind.take() {
             Some(Ok(k)) => k,
@@ -420,7 +475,7 @@ impl Context {
         // writer (new) and the last one read when it was merged into an existing one.
         let mut leftover_bitmap: Vec<u8> = Vec::new();
         for record in records.iter_mut() {
-            let slot = self.slot(decoded, record.name);
+            let slot = self.slot(decoded, record.name, remapper);
             let (start, len) = record.counts;
             let counts = &decoded.counts[start as usize..(start + len) as usize];
             let stated;
@@ -454,7 +509,7 @@ impl Context {
                 }
                 self.notes.push(MergeNote {
                     path: path.clone(),
-                    function: String::from_utf8_lossy(decoded.name(record.name)).into_owned(),
+                    function: String::from_utf8_lossy(self.writer.name_of(slot)).into_owned(),
                     warning: w,
                     first_of_kind: first,
                 });
@@ -462,6 +517,17 @@ impl Context {
         }
         records.clear();
         decoded.records = records;
+        // The names come from the reader's symtab, itself a `StringSet`: in its order.
+        let mut seen = hashbrown::HashSet::new();
+        let distinct: Vec<&[u8]> = decoded
+            .vtable_names
+            .iter()
+            .map(Vec::as_slice)
+            .filter(|n| seen.insert(*n))
+            .collect();
+        for name in formats::instrprof::indexed::string_map::string_set_order(&distinct) {
+            self.writer.add_vtable_name(name);
+        }
         if !decoded.temporal.traces.is_empty() {
             self.writer
                 .add_temporal_traces(std::mem::take(&mut decoded.temporal));
@@ -511,15 +577,17 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
     // Inputs are decoded in parallel, a window at a time, while one thread merges the previous
     // window in input order: input i belongs to context i mod N, as llvm-profdata assigns them.
     let window = 2 * rayon::current_num_threads().max(1);
+    let remapper = options.remapper.as_deref();
     let contexts = std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<(usize, Vec<Decoded>)>(1);
         let merger = scope.spawn(move || {
-            let mut contexts: Vec<Context> =
-                (0..num_contexts).map(|_| Context::default()).collect();
+            let mut contexts: Vec<Context> = (0..num_contexts)
+                .map(|_| Context::with_limits(options.temporal_limits))
+                .collect();
             for (first, decoded) in receive {
                 for (offset, mut d) in decoded.into_iter().enumerate() {
                     let i = first + offset;
-                    contexts[i % num_contexts].add(&inputs[i], &mut d);
+                    contexts[i % num_contexts].add(&inputs[i], &mut d, remapper);
                     pool.give(d, 2 * window);
                 }
             }

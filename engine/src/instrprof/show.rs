@@ -41,13 +41,23 @@ pub struct Listing {
 
 /// Reads a whole profile for `show` (llvm-profdata-19 accepts raw version 10 only).
 pub fn read_listing(data: &[u8]) -> Result<Listing, String> {
+    match read_listing_partial(data)? {
+        (listing, None) => Ok(listing),
+        (_, Some(error)) => Err(error),
+    }
+}
+
+/// Reads a profile as far as its reader gets: `Err` when the reader cannot be created (a bad
+/// header), otherwise the records read before the first record error, with that error.
+/// LLVM's reader iteration stops there silently, which `overlap` relies on.
+pub fn read_listing_partial(data: &[u8]) -> Result<(Listing, Option<String>), String> {
     if data.is_empty() {
         return Err("empty raw profile file".into());
     }
     let mut records = Vec::new();
     let mut extra_names = Vec::new();
     let mut sink = |name: &[u8], r: Record| records.push((name.to_vec(), r));
-    let (kind, binary_ids, version) = match detect_format(data) {
+    let (kind, read, binary_ids, version) = match detect_format(data) {
         Some(Format::Raw) => {
             let mut reader = RawReader::new(
                 data,
@@ -56,36 +66,39 @@ pub fn read_listing(data: &[u8]) -> Result<Listing, String> {
                 },
             )
             .map_err(|e| e.to_string())?;
-            reader.read_records(&mut sink).map_err(|e| e.to_string())?;
+            let read = reader.read_records(&mut sink);
             let version = reader.header().version_word;
-            (
-                reader.kind(),
-                std::mem::take(&mut reader.binary_ids),
-                version,
-            )
+            let ids = Ok(std::mem::take(&mut reader.binary_ids));
+            (reader.kind(), read, ids, version)
         }
         Some(Format::Indexed) => {
             let reader = IndexedReader::new(data).map_err(|e| e.to_string())?;
-            reader.read_records(&mut sink).map_err(|e| e.to_string())?;
-            let ids = reader.binary_ids().map_err(|e| e.to_string())?;
-            (reader.kind(), ids, reader.header.version())
+            let read = reader.read_records(&mut sink);
+            let ids = reader.binary_ids();
+            (reader.kind(), read, ids, reader.header.version())
         }
         Some(Format::Text) => {
             let mut reader = TextReader::new(data).map_err(|e| e.to_string())?;
-            reader.read_records(&mut sink).map_err(|e| e.to_string())?;
+            let read = reader.read_records(&mut sink);
             extra_names = std::mem::take(&mut reader.value_names);
-            (reader.kind(), Vec::new(), 0)
+            (reader.kind(), read, Ok(Vec::new()), 0)
         }
         None => return Err("unrecognized instrumentation profile encoding format".into()),
     };
-    Ok(Listing {
+    let (binary_ids, ids_error) = match binary_ids {
+        Ok(ids) => (ids, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let error = read.err().map(|e| e.to_string()).or(ids_error);
+    let listing = Listing {
         kind,
         records,
         binary_ids,
         version,
         indexed: detect_format(data) == Some(Format::Indexed),
         extra_names,
-    })
+    };
+    Ok((listing, error))
 }
 
 #[derive(Default)]

@@ -10,14 +10,12 @@ use formats::instrprof::text::write_text;
 use formats::instrprof::{ProfileKind, Record, TemporalTraces, ValueSite};
 
 use super::hash_order::HashOrder;
+use super::temporal::TraceReservoir;
 
 /// The largest count LLVM stores: −1 and −2 are pseudo counts (hot / warm).
 pub const MAX_COUNT: u64 = u64::MAX - 2;
 const PSEUDO_HOT: u64 = u64::MAX;
 const PSEUDO_WARM: u64 = u64::MAX - 1;
-
-/// Temporal traces kept at most (`--temporal-profile-trace-reservoir-size` default).
-pub const TRACE_RESERVOIR_SIZE: u64 = 100;
 
 /// `instrprof_error`s that merging can warn about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,7 +66,11 @@ pub struct ProfileWriter {
     /// Each function name with its records (LLVM's `StringMap<SmallDenseMap<hash, record>>`).
     entries: Vec<(Box<[u8]>, HashOrder)>,
     pub binary_ids: Vec<Vec<u8>>,
-    pub temporal: TemporalTraces,
+    pub temporal: TraceReservoir,
+    /// `--keep-vtable-symbols`: distinct vtable names in insertion order (LLVM's `StringSet`,
+    /// whose order is simulated when written).
+    vtable_names: Vec<Box<[u8]>>,
+    vtable_name_set: hashbrown::HashSet<Box<[u8]>>,
 }
 
 fn saturating_mul_add(x: u64, w: u64, acc: u64, overflow: &mut bool) -> u64 {
@@ -124,6 +126,30 @@ impl ProfileWriter {
         self.index.insert(Box::from(name), slot);
         self.entries.push((Box::from(name), HashOrder::default()));
         slot
+    }
+
+    /// Keeps only the names `keep` accepts (`filterFunctions`); returns how many names there
+    /// were before.
+    pub fn retain_names(&mut self, mut keep: impl FnMut(&[u8]) -> bool) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|(name, _)| keep(name));
+        self.index = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (name.clone(), i as u32))
+            .collect();
+        before
+    }
+
+    /// The name in `slot`.
+    pub fn name_of(&self, slot: u32) -> &[u8] {
+        &self.entries[slot as usize].0
+    }
+
+    /// Names held (`FunctionData.size()`).
+    pub fn num_names(&self) -> usize {
+        self.entries.len()
     }
 
     /// The records kept under `name`.
@@ -205,24 +231,20 @@ impl ProfileWriter {
         new
     }
 
+    /// `addVTableName`.
+    pub fn add_vtable_name(&mut self, name: &[u8]) {
+        if self.vtable_name_set.insert(Box::from(name)) {
+            self.vtable_names.push(Box::from(name));
+        }
+    }
+
     pub fn add_binary_ids(&mut self, ids: Vec<Vec<u8>>) {
         self.binary_ids.extend(ids);
     }
 
-    /// `addTemporalProfileTraces` while no stream is sampled (at most the reservoir size).
-    pub fn add_temporal_traces(&mut self, mut src: TemporalTraces) {
-        let dest_sampled = self.temporal.stream_size > TRACE_RESERVOIR_SIZE;
-        let src_sampled = src.stream_size > TRACE_RESERVOIR_SIZE;
-        if !dest_sampled && src_sampled {
-            std::mem::swap(&mut self.temporal, &mut src);
-        }
-        for trace in src.traces {
-            if self.temporal.stream_size < TRACE_RESERVOIR_SIZE {
-                self.temporal.traces.push(trace);
-            }
-            // Beyond the reservoir LLVM replaces a random trace (std::mt19937); not reproduced.
-            self.temporal.stream_size += 1;
-        }
+    /// `addTemporalProfileTraces`.
+    pub fn add_temporal_traces(&mut self, src: TemporalTraces) {
+        self.temporal.add(src);
     }
 
     /// `mergeRecordsFromWriter` (weight 1), used to reduce LLVM's per-thread writer contexts.
@@ -239,7 +261,9 @@ impl ProfileWriter {
             }
         }
         self.binary_ids.extend(other.binary_ids);
-        self.add_temporal_traces(other.temporal);
+        self.add_temporal_traces(other.temporal.traces);
+        // LLVM 19's mergeRecordsFromWriter leaves the other writer's vtable names behind: only
+        // the first context's reach the output (observed with -j 2).
     }
 
     /// Names kept in the output (`--sparse` drops names whose records are all zero), sorted.
@@ -271,7 +295,8 @@ impl ProfileWriter {
             kind: self.kind,
             entries,
             binary_ids,
-            temporal: self.temporal.clone(),
+            temporal: self.temporal.traces.clone(),
+            vtable_names: self.vtable_names.iter().map(|n| &**n).collect(),
         };
         write_indexed(&profile, version)
     }
@@ -285,7 +310,7 @@ impl ProfileWriter {
             .flat_map(|&(name, rs)| rs.iter().map(move |r| (name, r)))
             .collect();
         records.sort_by(|a, b| a.0.cmp(b.0).then(a.1.hash.cmp(&b.1.hash)));
-        write_text(out, self.kind, &records, &symtab, &self.temporal)
+        write_text(out, self.kind, &records, &symtab, &self.temporal.traces)
     }
 }
 

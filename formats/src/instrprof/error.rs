@@ -49,6 +49,8 @@ pub enum ErrorKind {
         function: String,
         value: u64,
     },
+    /// A raw profile with data records read with a binary for correlation.
+    UnexpectedCorrelationInfo,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,6 +96,9 @@ impl fmt::Display for ErrorKind {
             ErrorKind::TooLarge => write!(f, "too much profile data: a value profile block runs past the end of the file"),
             ErrorKind::Malformed(why) => write!(f, "malformed instrumentation profile data: {why}"),
             ErrorKind::UncompressFailed => write!(f, "failed to uncompress data (zlib)"),
+            ErrorKind::UnexpectedCorrelationInfo => {
+                write!(f, "debug info/binary for correlation is not necessary")
+            }
             ErrorKind::CounterValueTooLarge { function, value } => write!(
                 f,
                 "excessively large counter value suggests corrupted profile data: {function}: {value}"

@@ -158,6 +158,22 @@ pub fn encode_names_plain(names: &[&[u8]], out: &mut Vec<u8>) {
     out.extend_from_slice(&joined);
 }
 
+/// Encodes names as one zlib-compressed chunk, level 9 (what LLVM writes when zlib is
+/// available; the system zlib gives the same bytes).
+pub fn encode_names_zlib(names: &[&[u8]], out: &mut Vec<u8>) {
+    use std::io::Write;
+    let joined = names.join(&NAME_SEPARATOR);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    // Writing to a Vec cannot fail.
+    let compressed = z
+        .write_all(&joined)
+        .and_then(|()| z.finish())
+        .unwrap_or_default();
+    write_uleb128(out, joined.len() as u64);
+    write_uleb128(out, compressed.len() as u64);
+    out.extend_from_slice(&compressed);
+}
+
 /// MD5 → name lookups over the names of one profile (`InstrProfSymtab`).
 #[derive(Clone, Debug, Default)]
 pub struct Symtab {

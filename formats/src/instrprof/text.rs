@@ -155,6 +155,8 @@ pub struct TextReader<'a> {
     pub temporal: TemporalTraces,
     /// Indirect-call and vtable target names met in value profiles (they join LLVM's symtab).
     pub value_names: Vec<Vec<u8>>,
+    /// The vtable names among them (LLVM's `getVTableNames`).
+    pub vtable_names: Vec<Vec<u8>>,
 }
 
 impl<'a> TextReader<'a> {
@@ -164,6 +166,7 @@ impl<'a> TextReader<'a> {
             kind: ProfileKind::UNKNOWN,
             temporal: TemporalTraces::default(),
             value_names: Vec::new(),
+            vtable_names: Vec::new(),
         };
         reader.read_header()?;
         Ok(reader)
@@ -353,6 +356,9 @@ impl<'a> TextReader<'a> {
                             0
                         } else {
                             self.value_names.push(value.to_vec());
+                            if kind == IPVK_VTABLE_TARGET {
+                                self.vtable_names.push(value.to_vec());
+                            }
                             md5_hash(value)
                         }
                     } else {

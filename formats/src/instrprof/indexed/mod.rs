@@ -2,6 +2,7 @@
 //! for versions 11 and 12 ([`writer`]). Every number is little-endian.
 
 pub mod hash_table;
+pub mod string_map;
 pub mod writer;
 
 use crate::bytes::{Bytes, Endian};
@@ -288,6 +289,25 @@ impl<'a> IndexedReader<'a> {
             pos += 8 + padded as usize;
         }
         Ok(ids)
+    }
+
+    /// The vtable names section (version 12 and later; empty unless written with
+    /// `--keep-vtable-symbols`).
+    pub fn vtable_names(&self) -> Result<Vec<Vec<u8>>> {
+        if self.header.version() < 12 || self.header.vtable_names_offset == 0 {
+            return Ok(Vec::new());
+        }
+        let at = usize::try_from(self.header.vtable_names_offset).unwrap_or(usize::MAX);
+        let len = self
+            .bytes
+            .u64(at)
+            .ok_or_else(|| Error::malformed(64, "the vtable names offset points past the end"))?;
+        let section = usize::try_from(len)
+            .ok()
+            .and_then(|l| self.bytes.data.get(at + 8..(at + 8).checked_add(l)?))
+            .ok_or_else(|| Error::malformed(at, "the vtable names run past the end"))?;
+        let names = crate::instrprof::names::decode_names(section, at + 8)?;
+        Ok(names.iter().map(<[u8]>::to_vec).collect())
     }
 
     /// Temporal traces (version 10 and later, with the temporal flag).

@@ -3,11 +3,13 @@
 
 use super::super::kind::ProfileKind;
 use super::super::md5_hash;
+use super::super::names::encode_names_zlib;
 use super::super::record::Record;
 use super::super::summary::{Summary, SummaryBuilder, DEFAULT_CUTOFFS};
 use super::super::value_prof::{serialize_le, serialized_size};
 use super::super::TemporalTraces;
 use super::hash_table::ChainedHashTable;
+use super::string_map::string_set_order;
 use super::MAGIC;
 
 /// One key of the index: a function name and its records (one per function hash), in the order
@@ -24,6 +26,8 @@ pub struct IndexedProfile<'r> {
     /// Sorted and deduplicated.
     pub binary_ids: Vec<Vec<u8>>,
     pub temporal: TemporalTraces,
+    /// Vtable names kept by `--keep-vtable-symbols`, distinct, in insertion order.
+    pub vtable_names: Vec<&'r [u8]>,
 }
 
 /// Indexed versions this writer produces.
@@ -42,6 +46,17 @@ fn data_len(records: &[&Record]) -> usize {
         .iter()
         .map(|r| 8 * (3 + r.counts.len() + r.bitmap.len()) + serialized_size(r))
         .sum()
+}
+
+/// `writeVTableNames`: the names in `StringSet` order, one zlib chunk, padded to 8.
+fn write_vtable_names(out: &mut Vec<u8>, names: &[&[u8]]) {
+    let mut section = Vec::new();
+    if !names.is_empty() {
+        encode_names_zlib(&string_set_order(names), &mut section);
+    }
+    put(out, section.len() as u64);
+    out.extend_from_slice(&section);
+    out.resize(out.len().next_multiple_of(8), 0);
 }
 
 /// Encodes `profile` as an indexed profile of `version` (11 or 12).
@@ -112,7 +127,7 @@ pub fn write_indexed(profile: &IndexedProfile<'_>, version: u64) -> Vec<u8> {
     write_binary_ids(&mut out, &profile.binary_ids);
     let vtable_names_at = out.len();
     if version >= 12 {
-        put(&mut out, 0); // no vtable names unless --keep-vtable-symbols
+        write_vtable_names(&mut out, &profile.vtable_names);
     }
     let temporal_at = out.len();
     let temporal = profile.kind.has(ProfileKind::TEMPORAL);

@@ -1,7 +1,8 @@
 //! Reader for raw `.profraw` files, following `RawInstrProfReader` (InstrProfReader.cpp): 32- and
 //! 64-bit, either byte order, versions 5, 7, 8, 9 and 10, several profiles back to back.
 
-pub mod data;
+mod correlate;
+mod data;
 pub mod header;
 
 use std::collections::HashMap;
@@ -16,6 +17,7 @@ use super::names::{decode_names, NameList};
 use super::record::{Record, IPVK_INDIRECT_CALL_TARGET, IPVK_VTABLE_TARGET};
 use super::value_prof::parse_block;
 use super::{md5_hash, TemporalTrace, TemporalTraces};
+pub use correlate::{BinarySections, Correlation};
 use data::{read_vtable, vtable_record_size, DataLayout, ProfileData};
 pub use header::{RawHeader, LLVM19_VERSION, SUPPORTED_VERSIONS};
 
@@ -64,6 +66,10 @@ pub struct RawReader<'a> {
     pub warnings: Vec<Error>,
     /// (timestamp, NameRef) of functions with a temporal timestamp.
     timestamps: Vec<(u64, u64)>,
+    /// The symtab of the last profile read (LLVM's reader keeps only that one).
+    last_table: Option<Arc<NameTable>>,
+    /// Data records and names from a binary (`--binary-file`).
+    correlation: Option<Arc<Correlation>>,
 }
 
 /// Byte positions of one profile's sections.
@@ -79,6 +85,14 @@ struct Sections {
     vnames: usize,
     vnames_end: usize,
     value_data: usize,
+}
+
+/// A profile read with a correlation must leave the data and names to it.
+fn check_correlatable(h: &RawHeader, start: usize) -> Result<()> {
+    if h.num_data != 0 || h.names_size != 0 || h.counters_delta != 0 || h.names_delta != 0 {
+        return Err(Error::at_byte(start, ErrorKind::UnexpectedCorrelationInfo));
+    }
+    Ok(())
 }
 
 fn padding_to_8(n: u64) -> u64 {
@@ -98,7 +112,18 @@ impl<'a> RawReader<'a> {
             binary_ids: Vec::new(),
             warnings: Vec::new(),
             timestamps: Vec::new(),
+            last_table: None,
+            correlation: None,
         })
+    }
+
+    /// Reads the data records and names from `correlation` instead of the file, whose
+    /// profiles must then have none: checked here for the first profile (LLVM fails to create
+    /// the reader), when read for the others.
+    pub fn set_correlation(&mut self, correlation: Arc<Correlation>) -> Result<()> {
+        check_correlatable(&self.first, 0)?;
+        self.correlation = Some(correlation);
+        Ok(())
     }
 
     pub fn header(&self) -> &RawHeader {
@@ -116,6 +141,14 @@ impl<'a> RawReader<'a> {
     /// The kind of the first profile (what llvm-profdata merges before reading records).
     pub fn kind(&self) -> ProfileKind {
         ProfileKind::from_raw_version(self.first.version_word)
+    }
+
+    /// The vtable names of the last profile read (`getSymtab().getVTableNames()`).
+    pub fn vtable_names(&self) -> Vec<Vec<u8>> {
+        self.last_table
+            .as_ref()
+            .map(|t| t.vtable_names().map(<[u8]>::to_vec).collect())
+            .unwrap_or_default()
     }
 
     /// The temporal trace of this file: functions ordered by timestamp, with `weight`.
@@ -276,15 +309,29 @@ impl<'a> RawReader<'a> {
         let s = self.sections(h, start)?;
         self.read_binary_ids(start + h.size, start + h.size + h.binary_ids_size as usize)?;
         let layout = DataLayout::new(h.version(), self.ptr64);
-        let names = &self.bytes.data[s.names..s.names_end];
+        let correlation = self.correlation.clone();
+        if correlation.is_some() {
+            check_correlatable(h, start)?;
+        }
+        let (names, names_at) = match &correlation {
+            Some(c) => (&c.names[..], 0),
+            None => (&self.bytes.data[s.names..s.names_end], s.names),
+        };
         let vnames = &self.bytes.data[s.vnames..s.vnames_end];
-        let build = || NameTable::decode(names, s.names, vnames, s.vnames);
+        let build = || NameTable::decode(names, names_at, vnames, s.vnames);
         let table = match cache {
             Some(c) => c.get_or_build(names, vnames, build)?,
             None => Arc::new(build()?),
         };
-        let num_data = h.num_data as usize;
-        let record_at = |i: usize| layout.read(&self.bytes, s.data + i * layout.size);
+        self.last_table = Some(table.clone());
+        let num_data = correlation
+            .as_ref()
+            .map_or(h.num_data as usize, |c| c.records.len());
+        let bytes = self.bytes;
+        let record_at = |i: usize| match &correlation {
+            Some(c) => c.records[i],
+            None => layout.read(&bytes, s.data + i * layout.size),
+        };
         // Addresses only matter for value data; most profiles have none.
         let has_values =
             (0..num_data).any(|i| record_at(i).num_value_sites.iter().any(|&n| n != 0));
@@ -294,7 +341,8 @@ impl<'a> RawReader<'a> {
             AddressMap::default()
         };
         let mut ctx = ProfileCursor {
-            relative_pointers: uses_relative_pointers(h),
+            // Correlated counter pointers are offsets into the counters section already.
+            relative_pointers: uses_relative_pointers(h) && correlation.is_none(),
             byte_coverage: h.version_word & variant::BYTE_COVERAGE != 0,
             temporal: h.version_word & variant::TEMPORAL_PROF != 0,
             counters_delta: h.counters_delta,
@@ -309,8 +357,12 @@ impl<'a> RawReader<'a> {
         }
         let mut scratch = Record::default();
         for i in 0..num_data {
-            let d = &layout.read(&self.bytes, s.data + i * layout.size);
-            let at = s.data + i * layout.size;
+            let d = &record_at(i);
+            let at = if correlation.is_some() {
+                s.data
+            } else {
+                s.data + i * layout.size
+            };
             let name = match hint.as_deref().and_then(|h| h.get(i)) {
                 Some(&(name_ref, index)) if name_ref == d.name_ref => {
                     (index != u32::MAX).then_some(index)
@@ -590,6 +642,8 @@ pub struct NameTable {
     /// resolve names by a sequential comparison instead of a hash lookup.
     order_hint: Mutex<Option<OrderHint>>,
     names: NameList,
+    /// Names from this index on come from the vtable names section.
+    first_vtable_name: usize,
     /// MD5 → index in `names`; the first name wins a hash.
     by_hash: HashMap<u64, u32, BuildHasherDefault<Md5Hasher>>,
 }
@@ -616,6 +670,7 @@ impl NameTable {
     /// Decodes a profile's names and vtable names sections (at file offsets `at`, `vat`).
     pub fn decode(names: &[u8], at: usize, vnames: &[u8], vat: usize) -> Result<NameTable> {
         let mut list = decode_names(names, at)?;
+        let first_vtable_name = list.len();
         list.append(decode_names(vnames, vat)?);
         let mut by_hash = HashMap::with_capacity_and_hasher(list.len(), Default::default());
         for (i, n) in list.iter().enumerate() {
@@ -624,8 +679,14 @@ impl NameTable {
         Ok(NameTable {
             order_hint: Mutex::new(None),
             names: list,
+            first_vtable_name,
             by_hash,
         })
+    }
+
+    /// The names of the vtable names section.
+    pub fn vtable_names(&self) -> impl Iterator<Item = &[u8]> {
+        self.names.iter().skip(self.first_vtable_name)
     }
 
     fn order_hint(&self) -> Option<OrderHint> {

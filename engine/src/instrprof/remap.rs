@@ -1,0 +1,58 @@
+//! `llvm-profdata merge --remapping-file`: the instrumentation-profile `SymbolRemapper` of
+//! llvm-profdata.cpp (LLVM 19). Each non-blank line not starting with `#` is `old new`, split at
+//! the first space; the first mapping of a name wins. Record names are mapped as they are read,
+//! so records of two old names that map to one new name merge.
+
+use hashbrown::HashMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct Remapper {
+    table: HashMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Remapper {
+    /// Parses a remapping file; the error names the file and line as llvm-profdata does.
+    pub fn parse(text: &[u8], file: &str) -> Result<Remapper, String> {
+        let mut table = HashMap::new();
+        for (index, line) in text.split(|&b| b == b'\n').enumerate() {
+            // LLVM's line_iterator drops the '\r' of "\r\n" line ends.
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() || line[0] == b'#' {
+                continue;
+            }
+            let (old, new) = match line.iter().position(|&b| b == b' ') {
+                Some(p) => (&line[..p], &line[p + 1..]),
+                None => (line, &line[line.len()..]),
+            };
+            if old.is_empty() || new.is_empty() || new.contains(&b' ') {
+                return Err(format!(
+                    "{file}:{}: unexpected line in remapping file\nnote: expected 'old_symbol new_symbol'",
+                    index + 1
+                ));
+            }
+            table.entry(old.to_vec()).or_insert_with(|| new.to_vec());
+        }
+        Ok(Remapper { table })
+    }
+
+    /// The new name of `name`, or `name` itself.
+    pub fn map<'a>(&'a self, name: &'a [u8]) -> &'a [u8] {
+        self.table.get(name).map_or(name, Vec::as_slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_mapping_wins_and_bad_lines_are_named() {
+        let r = Remapper::parse(b"# c\n\na b\na c\r\nx y\n", "f").unwrap();
+        assert_eq!(r.map(b"a"), b"b");
+        assert_eq!(r.map(b"x"), b"y");
+        assert_eq!(r.map(b"z"), b"z");
+        let e = Remapper::parse(b"a b\nonly\n", "f").unwrap_err();
+        assert!(e.starts_with("f:2: unexpected line"), "{e}");
+        assert!(Remapper::parse(b"a b c\n", "f").is_err());
+    }
+}
