@@ -200,6 +200,75 @@ fn llvm19_drops_fall_throughs_of_a_function_with_a_hoisted_jump_table_base() {
     }
 }
 
+/// An interpreter loop dispatching through a computed, unresolvable `goto`: BOLT cannot
+/// classify the indirect jump and marks `interp` non-simple ("failed to post-process indirect
+/// branches"), yet perf2bolt 22 keeps the CFG it built and writes the function's fall-throughs.
+/// perf2bolt 19 drops them (a documented LLVM 19 difference).
+const INTERP_C: &str = r#"
+#include <stdio.h>
+#include <stdint.h>
+volatile uintptr_t scramble;
+__attribute__((noinline)) int interp(const unsigned char *code, int n) {
+    static void *const ops[] = { &&op_add, &&op_sub, &&op_end };
+    int acc = 0, pc = 0;
+again:;
+    uintptr_t target = (uintptr_t)ops[code[pc++] % 3] ^ scramble;
+    goto *(void *)target;
+op_add: acc += n; if (acc > 1000) acc -= 999; goto again;
+op_sub: acc -= 1; acc ^= pc; goto again;
+op_end: return acc;
+}
+int main(int argc, char **argv) {
+    unsigned char code[64];
+    for (int i = 0; i < 63; i++) code[i] = (unsigned char)((i * 7 + argc) % 2);
+    code[63] = 2;
+    long s = 0;
+    for (int i = 0; i < argc * 100000; i++) s += interp(code, i);
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+#[test]
+fn non_simple_function_keeps_its_fall_throughs() {
+    if !have_tool(PERF2BOLT_22) || !have_tool("gcc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("interp.c"), INTERP_C).unwrap();
+    let bin = build(d, "gcc", "interp", &["interp.c"], &[]);
+    let capture = d.join("capture.data");
+    generate_capture(&capture, &[&bin], 2, 2000, false, 11);
+    let log = Command::new(PERF2BOLT_22)
+        .arg(&bin)
+        .arg("-p")
+        .arg(&capture)
+        .args(["-o", "/dev/null", "-v=1"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout) + String::from_utf8_lossy(&log.stderr);
+    assert!(
+        log.contains("failed to post-process indirect branches for interp"),
+        "BOLT now analyses interp: this test no longer covers a non-simple function"
+    );
+    let ours = fdata_matching_perf2bolt_22(&bin, &capture, false, d);
+    let inside = |l: &&String| {
+        let (from, _, to, _, _) = fields(l);
+        from == "interp" && to == "interp"
+    };
+    assert!(ours.iter().any(|l| inside(&l)), "no line inside interp");
+    if let Some(llvm19) = perf2bolt_19_fdata(&bin, &capture, false, d) {
+        let only_ours: Vec<_> = ours.iter().filter(|l| !llvm19.contains(l)).collect();
+        assert!(
+            !only_ours.is_empty(),
+            "LLVM 19 now agrees: update this test"
+        );
+        assert!(only_ours.iter().all(inside), "{only_ours:?}");
+        assert!(llvm19.iter().all(|l| ours.contains(l)));
+    }
+}
+
 /// A documented LLVM 19 difference. The generator returns from every call, also from
 /// `__cxa_throw`, whose continuation is a landing pad. For a trace that starts with a return,
 /// LLVM 22 credits the call → continuation fall-through even there; LLVM 19 never treats a
