@@ -11,6 +11,7 @@ mod cfg;
 pub mod fdata;
 pub mod instrprof;
 mod perf_writer;
+pub mod raw_v11;
 mod rng;
 pub mod sampleprof;
 mod walk;

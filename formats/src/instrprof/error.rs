@@ -51,6 +51,8 @@ pub enum ErrorKind {
     },
     /// A raw profile with data records read with a binary for correlation.
     UnexpectedCorrelationInfo,
+    /// Valid data that profmill cannot represent faithfully, so refuses.
+    UnsupportedFeature(String),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +98,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::TooLarge => write!(f, "too much profile data: a value profile block runs past the end of the file"),
             ErrorKind::Malformed(why) => write!(f, "malformed instrumentation profile data: {why}"),
             ErrorKind::UncompressFailed => write!(f, "failed to uncompress data (zlib)"),
+            ErrorKind::UnsupportedFeature(why) => write!(f, "unsupported profile data: {why}"),
             ErrorKind::UnexpectedCorrelationInfo => {
                 write!(f, "debug info/binary for correlation is not necessary")
             }

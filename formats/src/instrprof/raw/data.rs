@@ -7,40 +7,58 @@ use crate::bytes::Bytes;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataLayout {
     pub counter_ptr: usize,
+    pub uniform_counter_ptr: Option<usize>,
     pub bitmap_ptr: Option<usize>,
     pub function_pointer: usize,
     pub num_counters: usize,
     pub num_value_sites: usize,
     /// How many u16 value-site counts (IPVK_Last + 1).
     pub num_value_kinds: usize,
+    pub offload_device_wave_size: Option<usize>,
     pub num_bitmap_bytes: Option<usize>,
     pub size: usize,
     pub ptr64: bool,
 }
 
 impl DataLayout {
-    /// The layout for a raw version (5, 7, 8, 9 or 10) and pointer size.
+    /// The layout for a raw version (5, 7, 8, 9, 10 or 11) and pointer size, with C's natural
+    /// alignment and the size rounded to 8 (`alignas(8)`).
     pub fn new(version: u64, ptr64: bool) -> DataLayout {
         let p: usize = if ptr64 { 8 } else { 4 };
         let has_bitmap = version >= 9;
+        let has_uniform = version >= 11;
         let num_value_kinds = if version >= 10 { 3 } else { 2 };
-        // NameRef, FuncHash, CounterPtr, [BitmapPtr], FunctionPointer, Values.
+        // NameRef, FuncHash, CounterPtr, [UniformCounterPtr], [BitmapPtr], FunctionPointer,
+        // Values.
         let counter_ptr = 16;
-        let bitmap_ptr = has_bitmap.then_some(counter_ptr + p);
-        let function_pointer = counter_ptr + p * if has_bitmap { 2 } else { 1 };
+        let mut next = counter_ptr + p;
+        let mut field = |present: bool| {
+            present.then(|| {
+                next += p;
+                next - p
+            })
+        };
+        let uniform_counter_ptr = field(has_uniform);
+        let bitmap_ptr = field(has_bitmap);
+        let function_pointer = next;
         let values = function_pointer + p;
         let num_counters = values + p;
         let num_value_sites = num_counters + 4;
         let sites_end = num_value_sites + 2 * num_value_kinds;
+        // v11: a u16 right after the u16 value-site counts, so no padding before the u32.
+        let offload_device_wave_size = has_uniform.then_some(sites_end);
+        let sites_end = sites_end + if has_uniform { 2 } else { 0 };
         let num_bitmap_bytes = has_bitmap.then_some(sites_end.next_multiple_of(4));
         let end = num_bitmap_bytes.map_or(sites_end, |o| o + 4);
         DataLayout {
             counter_ptr,
+            uniform_counter_ptr,
             bitmap_ptr,
             function_pointer,
             num_counters,
             num_value_sites,
             num_value_kinds,
+            offload_device_wave_size,
             num_bitmap_bytes,
             size: end.next_multiple_of(8),
             ptr64,
@@ -69,10 +87,16 @@ impl DataLayout {
             name_ref: bytes.u64(off).unwrap_or(0),
             func_hash: bytes.u64(off + 8).unwrap_or(0),
             counter_ptr: self.ptr(bytes, off + self.counter_ptr),
+            uniform_counter_ptr: self
+                .uniform_counter_ptr
+                .map_or(0, |o| self.ptr(bytes, off + o)),
             bitmap_ptr: self.bitmap_ptr.map_or(0, |o| self.ptr(bytes, off + o)),
             function_pointer: self.ptr(bytes, off + self.function_pointer),
             num_counters: bytes.u32(off + self.num_counters).unwrap_or(0),
             num_value_sites,
+            offload_device_wave_size: self
+                .offload_device_wave_size
+                .map_or(0, |o| bytes.u16(off + o).unwrap_or(0)),
             num_bitmap_bytes: self
                 .num_bitmap_bytes
                 .map_or(0, |o| bytes.u32(off + o).unwrap_or(0)),
@@ -86,10 +110,15 @@ pub struct ProfileData {
     pub name_ref: u64,
     pub func_hash: u64,
     pub counter_ptr: u64,
+    /// v11: where the record's `num_counters` uniform counters are (relative, like
+    /// `counter_ptr`).
+    pub uniform_counter_ptr: u64,
     pub bitmap_ptr: u64,
     pub function_pointer: u64,
     pub num_counters: u32,
     pub num_value_sites: [u16; 3],
+    /// v11: the offload device's wave size (0 for host code).
+    pub offload_device_wave_size: u16,
     pub num_bitmap_bytes: u32,
 }
 
@@ -125,6 +154,41 @@ pub fn read_vtable(bytes: &Bytes<'_>, off: usize, ptr64: bool) -> VTableData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn v11_layouts_match_the_llvm23_struct() {
+        // INSTR_PROF_DATA at raw version 11: UniformCounterPtr after CounterPtr,
+        // OffloadDeviceWaveSize after NumValueSites[3]; 72 bytes on 64-bit, 56 on 32-bit.
+        let v11 = DataLayout::new(11, true);
+        assert_eq!(
+            (
+                v11.uniform_counter_ptr,
+                v11.bitmap_ptr,
+                v11.function_pointer,
+                v11.num_counters,
+                v11.num_value_sites,
+                v11.offload_device_wave_size,
+                v11.num_bitmap_bytes,
+                v11.size
+            ),
+            (Some(24), Some(32), 40, 56, 60, Some(66), Some(68), 72)
+        );
+        let v11_32 = DataLayout::new(11, false);
+        assert_eq!(
+            (
+                v11_32.uniform_counter_ptr,
+                v11_32.bitmap_ptr,
+                v11_32.function_pointer,
+                v11_32.num_counters,
+                v11_32.num_value_sites,
+                v11_32.offload_device_wave_size,
+                v11_32.num_bitmap_bytes,
+                v11_32.size
+            ),
+            (Some(20), Some(24), 28, 36, 40, Some(46), Some(48), 56)
+        );
+        assert_eq!(DataLayout::new(10, true).uniform_counter_ptr, None);
+    }
 
     #[test]
     fn layouts_match_the_documented_offsets() {

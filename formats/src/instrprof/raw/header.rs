@@ -7,9 +7,13 @@ use super::super::error::{Error, ErrorKind, Result};
 use super::super::kind::variant;
 
 /// Raw versions this reader understands.
-pub const SUPPORTED_VERSIONS: [u64; 5] = [5, 7, 8, 9, 10];
+pub const SUPPORTED_VERSIONS: [u64; 6] = [5, 7, 8, 9, 10, 11];
 /// The version clang-19 writes and llvm-profdata-19 accepts.
 pub const LLVM19_VERSION: u64 = 10;
+/// The version of LLVM 23 (uniform counters, offload wave size). No released llvm-profdata
+/// this project compares with reads it, so a reader restricted to [`LLVM19_VERSION`] accepts
+/// it too: it is the only way to merge such files with an LLVM-19-compatible output.
+pub const LLVM23_VERSION: u64 = 11;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Field {
@@ -22,6 +26,9 @@ enum Field {
     PaddingAfterCounters,
     NumBitmapBytes,
     PaddingAfterBitmap,
+    NumUniformCounters,
+    PaddingAfterUniformCounters,
+    UniformCountersDelta,
     NamesSize,
     CountersDelta,
     BitmapDelta,
@@ -93,14 +100,44 @@ const V10: &[Field] = &[
     ValueKindLast,
 ];
 
+/// LLVM 23 (`INSTR_PROF_RAW_HEADER` at raw version 11): the uniform-counter fields come
+/// between the bitmap padding and `NamesSize`.
+const V11: &[Field] = &[
+    Magic,
+    Version,
+    BinaryIdsSize,
+    NumData,
+    PaddingBeforeCounters,
+    NumCounters,
+    PaddingAfterCounters,
+    NumBitmapBytes,
+    PaddingAfterBitmap,
+    NumUniformCounters,
+    PaddingAfterUniformCounters,
+    UniformCountersDelta,
+    NamesSize,
+    CountersDelta,
+    BitmapDelta,
+    NamesDelta,
+    NumVTables,
+    VNamesSize,
+    ValueKindLast,
+];
+
 fn fields_of(version: u64) -> Option<&'static [Field]> {
     match version {
         5 => Some(V5),
         7 | 8 => Some(V7),
         9 => Some(V9),
         10 => Some(V10),
+        11 => Some(V11),
         _ => None,
     }
+}
+
+/// Whether a reader told to accept only `expected` reads `version`.
+fn accepts(expected: u64, version: u64) -> bool {
+    version == expected || (expected == LLVM19_VERSION && version == LLVM23_VERSION)
 }
 
 /// A decoded header. Fields a version lacks are 0.
@@ -115,6 +152,11 @@ pub struct RawHeader {
     pub padding_after_counters: u64,
     pub num_bitmap_bytes: u64,
     pub padding_after_bitmap: u64,
+    /// u64 counters in the uniform-counter section (v11).
+    pub num_uniform_counters: u64,
+    pub padding_after_uniform_counters: u64,
+    /// start(uniform counters) - start(data), like `counters_delta` (v11).
+    pub uniform_counters_delta: u64,
     pub names_size: u64,
     pub counters_delta: u64,
     pub bitmap_delta: u64,
@@ -132,7 +174,8 @@ impl RawHeader {
     }
 
     /// Parses the header at `off`. `only_version` makes any other version an error, as
-    /// llvm-profdata-19 does; the size check comes first there too (it reads a 128-byte header).
+    /// llvm-profdata-19 does (except that version 10 also lets version 11 in, see
+    /// [`LLVM23_VERSION`]); the size check comes first there too (it reads a 128-byte header).
     pub fn parse(bytes: Bytes<'_>, off: usize, only_version: Option<u64>) -> Result<RawHeader> {
         let min_size = match only_version {
             Some(v) => fields_of(v).map_or(V5.len(), <[Field]>::len) * 8,
@@ -147,7 +190,7 @@ impl RawHeader {
         let version_word = bytes.u64(off + 8).unwrap_or(0);
         let version = version_word & !variant::MASK_ALL;
         if let Some(expected) = only_version {
-            if version != expected {
+            if !accepts(expected, version) {
                 return Err(Error::at_byte(
                     off + 8,
                     ErrorKind::RawVersionMismatch {
@@ -161,7 +204,7 @@ impl RawHeader {
             Error::at_byte(
                 off + 8,
                 ErrorKind::UnsupportedVersion(format!(
-                    "raw profile version {version} (supported: 5, 7, 8, 9, 10)"
+                    "raw profile version {version} (supported: 5, 7, 8, 9, 10, 11)"
                 )),
             )
         })?;
@@ -188,6 +231,9 @@ impl RawHeader {
                 PaddingAfterCounters => &mut h.padding_after_counters,
                 NumBitmapBytes => &mut h.num_bitmap_bytes,
                 PaddingAfterBitmap => &mut h.padding_after_bitmap,
+                NumUniformCounters => &mut h.num_uniform_counters,
+                PaddingAfterUniformCounters => &mut h.padding_after_uniform_counters,
+                UniformCountersDelta => &mut h.uniform_counters_delta,
                 NamesSize => &mut h.names_size,
                 CountersDelta => &mut h.counters_delta,
                 BitmapDelta => &mut h.bitmap_delta,

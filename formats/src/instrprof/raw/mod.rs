@@ -1,5 +1,24 @@
 //! Reader for raw `.profraw` files, following `RawInstrProfReader` (InstrProfReader.cpp): 32- and
-//! 64-bit, either byte order, versions 5, 7, 8, 9 and 10, several profiles back to back.
+//! 64-bit, either byte order, versions 5, 7, 8, 9, 10 and 11, several profiles back to back.
+//!
+//! Version 11 (LLVM 23) has no released llvm-profdata to compare with. Its layout comes from
+//! llvm/llvm-project main: the `INSTR_PROF_RAW_HEADER` and `INSTR_PROF_DATA` lists as the
+//! runtime writes them (three header fields `NumUniformCounters`,
+//! `PaddingBytesAfterUniformCounters`, `UniformCountersDelta` before `NamesSize`; record fields
+//! `UniformCounterPtr` after `CounterPtr` and u16 `OffloadDeviceWaveSize` after
+//! `NumValueSites`), `RawInstrProfReader` in `InstrProfReader.h` (`UniformCountersDelta`
+//! decremented per record like `CountersDelta`, `readRawUniformCounters`), the offload runtime's
+//! comment that uniform counters are u64s located through `UniformCounterPtr` exactly like the
+//! counters, and `llvm/test/tools/llvm-profdata/malformed-uniform-counter-array.test` (a v11
+//! file whose uniform-counter section follows the bitmap padding and whose three error messages
+//! the checks below reproduce; a record has `NumCounters` uniform counters).
+//!
+//! What LLVM main does with uniform counters once read (the indexed format that stores them is
+//! newer than the version 12 this project writes) could not be read in the sources available,
+//! so a profile with uniform counters is refused with a message rather than merged without
+//! them; its pointers are still checked first, as LLVM does. Profiles with
+//! `NumUniformCounters == 0` (every host profile) are read as version 10 ones, the
+//! `OffloadDeviceWaveSize` being ignored.
 
 mod correlate;
 mod data;
@@ -79,6 +98,8 @@ struct Sections {
     counters_end: usize,
     bitmap: usize,
     bitmap_end: usize,
+    uniform_counters: usize,
+    uniform_counters_end: usize,
     names: usize,
     names_end: usize,
     vtables: usize,
@@ -242,7 +263,12 @@ impl<'a> RawReader<'a> {
             + u128::from(h.padding_before_counters);
         let counters_size = u128::from(h.num_counters) * u128::from(counter_size);
         let bitmap = counters + counters_size + u128::from(h.padding_after_counters);
-        let names = bitmap + u128::from(h.num_bitmap_bytes) + u128::from(h.padding_after_bitmap);
+        let uniform_counters =
+            bitmap + u128::from(h.num_bitmap_bytes) + u128::from(h.padding_after_bitmap);
+        // v11: u64 uniform counters whatever the counter size (0 in earlier versions).
+        let uniform_counters_size = u128::from(h.num_uniform_counters) * 8;
+        let names =
+            uniform_counters + uniform_counters_size + u128::from(h.padding_after_uniform_counters);
         let vtables = names + u128::from(h.names_size) + u128::from(padding_to_8(h.names_size));
         let vtables_size = u128::from(h.num_vtables) * vtable_record_size(self.ptr64) as u128;
         let vnames = vtables + vtables_size + u128::from(padding_to_8(vtables_size as u64));
@@ -261,6 +287,8 @@ impl<'a> RawReader<'a> {
             counters_end: u(counters + counters_size),
             bitmap: u(bitmap),
             bitmap_end: u(bitmap + u128::from(h.num_bitmap_bytes)),
+            uniform_counters: u(uniform_counters),
+            uniform_counters_end: u(uniform_counters + uniform_counters_size),
             names: u(names),
             names_end: u(names + u128::from(h.names_size)),
             vtables: u(vtables),
@@ -347,6 +375,7 @@ impl<'a> RawReader<'a> {
             temporal: h.version_word & variant::TEMPORAL_PROF != 0,
             counters_delta: h.counters_delta,
             bitmap_delta: h.bitmap_delta,
+            uniform_counters_delta: h.uniform_counters_delta,
             value_data: s.value_data,
             value_kind_last: if h.version() >= 10 { 2 } else { 1 },
         };
@@ -386,6 +415,8 @@ impl<'a> RawReader<'a> {
             if ctx.relative_pointers {
                 ctx.counters_delta = ctx.counters_delta.wrapping_sub(layout.size as u64);
                 ctx.bitmap_delta = ctx.bitmap_delta.wrapping_sub(layout.size as u64);
+                ctx.uniform_counters_delta =
+                    ctx.uniform_counters_delta.wrapping_sub(layout.size as u64);
             }
         }
         if hint.is_none() {
@@ -422,6 +453,7 @@ impl<'a> RawReader<'a> {
         record.hash = d.func_hash;
         self.read_counts(ctx, d, at, s, name, &mut record.counts)?;
         self.read_bitmap(ctx, d, at, s, &mut record.bitmap)?;
+        check_uniform_counters(ctx, d, at, s)?;
         for sites in &mut record.values {
             sites.clear();
         }
@@ -597,6 +629,59 @@ impl<'a> RawReader<'a> {
     }
 }
 
+/// v11: checks a record's uniform counters as LLVM main does (`NumCounters` u64s at
+/// `UniformCounterPtr`, inside the uniform-counter section, same messages), then refuses them:
+/// see the module documentation. A profile without a uniform-counter section has nothing to check.
+fn check_uniform_counters(
+    ctx: &ProfileCursor,
+    d: &ProfileData,
+    at: usize,
+    s: &Sections,
+) -> Result<()> {
+    let section_len = (s.uniform_counters_end - s.uniform_counters) as i64;
+    if section_len == 0 {
+        return Ok(());
+    }
+    let offset = d
+        .uniform_counter_ptr
+        .wrapping_sub(ctx.uniform_counters_delta) as i64;
+    if offset < 0 {
+        return Err(Error::malformed(
+            at,
+            format!("uniform counter offset {offset} is negative"),
+        ));
+    }
+    if offset >= section_len {
+        return Err(Error::malformed(
+            at,
+            format!(
+                "uniform counter offset {offset} is greater than the maximum uniform counter offset {}",
+                section_len - 1
+            ),
+        ));
+    }
+    let max = (section_len - offset) as u64 / 8;
+    if u64::from(d.num_counters) > max {
+        return Err(Error::malformed(
+            at,
+            format!(
+                "number of uniform counters {} is greater than the maximum number of uniform counters {max}",
+                d.num_counters
+            ),
+        ));
+    }
+    Err(Error::at_byte(
+        at,
+        ErrorKind::UnsupportedFeature(format!(
+            "raw version 11 uniform counters ({} in this profile, wave size {}): LLVM stores them \
+             in an indexed version newer than 12, which profmill does not write; refusing \
+             rather than dropping them",
+            (s.uniform_counters_end - s.uniform_counters) / 8,
+            d.offload_device_wave_size
+        )),
+    ))
+}
+
 /// Whether counter and bitmap pointers are relative to their data record (and so shift by one
 /// record size per record). They are from v8 on and absolute in v5. Version 7 files exist in
 /// both forms (LLVM 13's own test inputs include one of each): absolute files hold addresses in
@@ -620,6 +705,7 @@ struct ProfileCursor {
     temporal: bool,
     counters_delta: u64,
     bitmap_delta: u64,
+    uniform_counters_delta: u64,
     value_data: usize,
     value_kind_last: usize,
 }
