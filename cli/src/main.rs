@@ -3,6 +3,7 @@
 mod aggregate;
 mod demo;
 mod llvm_profdata;
+mod llvm_profdata_sample;
 mod merge_fdata;
 mod perf2bolt;
 mod sampleprof;

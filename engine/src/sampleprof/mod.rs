@@ -14,6 +14,9 @@ use formats::sampleprof::{self as sp, text, Profile};
 
 use crate::output::write_atomically;
 
+pub mod show;
+pub mod transform;
+
 #[derive(Debug)]
 pub enum Error {
     /// Decoding `path` failed; the message reads like llvm-profdata's.
@@ -65,28 +68,55 @@ pub struct Input {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct MergeOptions {}
+pub struct MergeOptions {
+    /// `--failure-mode=all|warn`: an unreadable input is reported and skipped instead of
+    /// failing the merge.
+    pub skip_unreadable: bool,
+    /// `--remapping-file`: names rewritten before merging.
+    pub remapper: Option<transform::Remapper>,
+    /// `--drop-profile-symbol-list`.
+    pub drop_symbol_list: bool,
+}
 
-/// A merged profile, and the warnings llvm-profdata would print (dropped profiles).
+/// A merged profile, the warnings llvm-profdata would print (dropped profiles), and the
+/// inputs skipped as unreadable (with `skip_unreadable`).
 pub struct Merged {
     pub profile: Profile,
     pub warnings: Vec<String>,
+    pub skipped: Vec<Error>,
 }
 
 /// Merges `inputs` like `llvm-profdata merge --sample`: every top-level profile is added
 /// (counts × weight, saturating) into the profile of the same context; a CFG checksum
 /// mismatch drops the later profile with a warning.
-pub fn merge(inputs: &[Input], _options: &MergeOptions) -> Result<Merged> {
+pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
     let mut out = Profile::default();
     let mut warnings = Vec::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let p = read(&input.path)?;
-        if i > 0 && p.kind.probe != out.kind.probe {
+    let mut skipped = Vec::new();
+    let mut merged_any = false;
+    for input in inputs {
+        let mut p = match read(&input.path) {
+            Ok(p) => p,
+            Err(e) if options.skip_unreadable => {
+                skipped.push(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if options.drop_symbol_list {
+            p.symbol_list.clear();
+        }
+        if let Some(r) = &options.remapper {
+            p = r.remap_profile(p);
+        }
+        let first = !merged_any;
+        merged_any = true;
+        if !first && p.kind.probe != out.kind.probe {
             return Err(Error::Incompatible(
                 "cannot merge probe-based profile with non-probe-based profile".into(),
             ));
         }
-        if i > 0 && p.kind.cs != out.kind.cs {
+        if !first && p.kind.cs != out.kind.cs {
             return Err(Error::Incompatible(
                 "cannot merge CS profile with non-CS profile".into(),
             ));
@@ -96,6 +126,7 @@ pub fn merge(inputs: &[Input], _options: &MergeOptions) -> Result<Merged> {
     Ok(Merged {
         profile: out,
         warnings,
+        skipped,
     })
 }
 
