@@ -184,6 +184,7 @@ struct MergeArgs {
     use_md5: bool,
     compress_all: bool,
     gen_partial: bool,
+    split_layout: bool,
     drop_symbol_list: bool,
     skip_unreadable: bool,
     flatten: bool,
@@ -234,6 +235,8 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
             "use-md5" => m.use_md5 = parse_bool(name, inline)?,
             "compress-all-sections" => m.compress_all = parse_bool(name, inline)?,
             "gen-partial-profile" => m.gen_partial = parse_bool(name, inline)?,
+            // Not an option of llvm-profdata-19 (LLVM 20 added it); accepted as LLVM 20+ does.
+            "split-layout" => m.split_layout = parse_bool(name, inline)?,
             "drop-profile-symbol-list" => m.drop_symbol_list = parse_bool(name, inline)?,
             "dump-input-file-list" => m.dump_input_file_list = parse_bool(name, inline)?,
             "failure-mode" => {
@@ -427,6 +430,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
             use_md5: m.use_md5,
             compress_all: m.compress_all,
             partial: m.gen_partial,
+            split_layout: m.split_layout,
         }),
     };
     if let Some(list) = &m.prof_sym_list {
@@ -441,6 +445,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
             (m.compress_all, "-compress-all-section"),
             (m.use_md5, "-use-md5"),
             (m.gen_partial, "-gen-partial-profile"),
+            (m.split_layout, "-split-layout"),
         ] {
             if set {
                 eprintln!("warning: {what} is ignored. Specify -extbinary to enable it");

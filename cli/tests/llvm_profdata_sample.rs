@@ -471,3 +471,86 @@ fn unimplemented_options_are_refused_not_ignored() {
         2
     );
 }
+
+/// `--split-layout` came with LLVM 20, so llvm-profdata-22 is the byte reference;
+/// llvm-profdata-19 (which reads the layout) checks that nothing is lost.
+const LLVM_PROFDATA_22: &str = "/usr/lib/llvm-22/bin/llvm-profdata";
+
+#[test]
+fn split_layout_matches_llvm_profdata_22() {
+    let Some(c19) = corpus_dir("llvm-19") else {
+        return;
+    };
+    if !have_llvm() {
+        return;
+    }
+    assert!(
+        Path::new(LLVM_PROFDATA_22).exists(),
+        "{LLVM_PROFDATA_22} is not installed; run .ci/run or set PROFMILL_SKIP_EXTERNAL=1"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (ref_path, our_path) = (d.join("ref.prof"), d.join("our.prof"));
+    let (mut exact, mut read_back, mut refused) = (0, 0, 0);
+    for input in sample_profiles(&c19) {
+        let input = input.to_str().unwrap();
+        for extra in [&[][..], &["--use-md5", "--compress-all-sections"][..]] {
+            let mut args = vec!["merge", "--sample", "--split-layout", input];
+            args.extend_from_slice(extra);
+            let theirs = Command::new(LLVM_PROFDATA_22)
+                .args(&args)
+                .arg("-o")
+                .arg(&ref_path)
+                .output()
+                .unwrap();
+            if !theirs.status.success() {
+                continue;
+            }
+            let a: Vec<&str> = args
+                .iter()
+                .copied()
+                .chain(["-o", our_path.to_str().unwrap()])
+                .collect();
+            let ours = drop_in(&a);
+            let cs = std::fs::read_to_string(input).is_ok_and(|t| t.contains('['));
+            if cs {
+                // LLVM 22 writes context records without a CS name table: unreadable.
+                assert!(!ours.status.success(), "{args:?}: CS split layout accepted");
+                assert!(
+                    !reference(&["show", "--sample", ref_path.to_str().unwrap()])
+                        .status
+                        .success()
+                );
+                refused += 1;
+                continue;
+            }
+            assert!(
+                ours.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&ours.stderr)
+            );
+            let (theirs, ours) = (
+                std::fs::read(&ref_path).unwrap(),
+                std::fs::read(&our_path).unwrap(),
+            );
+            if theirs == ours {
+                exact += 1;
+            } else {
+                assert!(
+                    same_when_read_back(d, &ours, &theirs),
+                    "{args:?}: differs from llvm-profdata-22 even when read back"
+                );
+                read_back += 1;
+            }
+            if !extra.is_empty() {
+                continue;
+            }
+            // What llvm-profdata-19 reads from our split file is the input itself.
+            let direct = reference(&["merge", "--sample", "--text", input]);
+            let via_split = reference(&["merge", "--sample", "--text", our_path.to_str().unwrap()]);
+            assert_eq!(direct.stdout, via_split.stdout, "{args:?}");
+        }
+    }
+    eprintln!("split layout: {exact} byte-identical, {read_back} equal when read back, {refused} CS refused");
+    assert!(exact >= 25, "too few comparisons: {exact}");
+}

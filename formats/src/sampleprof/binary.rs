@@ -557,6 +557,11 @@ pub struct ExtBinaryOptions {
     pub compress_all: bool,
     /// `--gen-partial-profile`.
     pub partial: bool,
+    /// `--split-layout` (llvm-profdata 20+): functions with inlined callees and functions
+    /// without them in two LBR sections (the second flagged flat), each with its own function
+    /// offset table, and no CS name table. Not defined for context-sensitive profiles (LLVM 22
+    /// writes an unreadable file there), so refused for them.
+    pub split_layout: bool,
 }
 
 /// A fast hasher for name lookups (names are hashed once per occurrence while encoding).
@@ -673,6 +678,32 @@ impl Encoder {
         }
     }
 
+    /// An LBR profile section holding `functions` in that order, and its function offset
+    /// table (offsets relative to the section; sorted by context for CS profiles).
+    fn lbr_section(
+        &self,
+        functions: &[(&Context, &FunctionSamples)],
+        cs: bool,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let mut lbr = Vec::new();
+        let mut offsets: Vec<(&Context, u64)> = Vec::with_capacity(functions.len());
+        for &(ctx, fs) in functions {
+            offsets.push((ctx, lbr.len() as u64));
+            write_uleb(&mut lbr, fs.head);
+            self.body(&mut lbr, ctx, fs);
+        }
+        if cs {
+            offsets.sort_by(|a, b| a.0.cmp(b.0));
+        }
+        let mut table = Vec::new();
+        write_uleb(&mut table, offsets.len() as u64);
+        for (ctx, off) in &offsets {
+            self.context(&mut table, ctx);
+            write_uleb(&mut table, *off);
+        }
+        (lbr, table)
+    }
+
     fn metadata(&self, out: &mut Vec<u8>, fs: &FunctionSamples, kind: &super::ProfileKind) {
         if kind.probe {
             write_uleb(out, fs.checksum);
@@ -732,6 +763,9 @@ pub fn write_raw(profile: &Profile, out: &mut impl std::io::Write) -> Result<()>
     out.write_all(&buf)?;
     Ok(())
 }
+
+/// One ExtBinary section: type, flags, payload.
+type Section = (u64, u64, Vec<u8>);
 
 /// LLVM's zlib wrapper of a compressed section (level 9, as `compress2` with
 /// `BestSizeCompression`). Empty sections stay empty.
@@ -807,31 +841,13 @@ pub fn write_ext(
         }
     }
 
-    // Function records, and where each starts (relative to the section).
-    let mut lbr = Vec::new();
-    let mut offsets: Vec<(&Context, u64)> = Vec::with_capacity(profile.functions.len());
-    for (ctx, fs) in profile.sorted_functions() {
-        offsets.push((ctx, lbr.len() as u64));
-        write_uleb(&mut lbr, fs.head);
-        enc.body(&mut lbr, ctx, fs);
-    }
+    let sorted = profile.sorted_functions();
+    let offset_flags = if kind.cs { flag::ORDERED } else { 0 };
 
     let mut symbols = Vec::new();
     for s in &profile.symbol_list {
         symbols.extend_from_slice(s);
         symbols.push(0);
-    }
-
-    let mut offset_flags = 0;
-    let mut func_offsets = Vec::new();
-    write_uleb(&mut func_offsets, offsets.len() as u64);
-    if kind.cs {
-        offset_flags |= flag::ORDERED;
-        offsets.sort_by(|a, b| a.0.cmp(b.0));
-    }
-    for (ctx, off) in &offsets {
-        enc.context(&mut func_offsets, ctx);
-        write_uleb(&mut func_offsets, *off);
     }
 
     let mut meta_flags = 0;
@@ -850,18 +866,44 @@ pub fn write_ext(
     }
 
     // Header order (what readers walk) and physical order (what LLVM writes first).
-    let layout = [
-        (sec::SUMMARY, summary_flags, summary),
-        (sec::NAME_TABLE, name_flags, names),
-        (sec::CS_NAME_TABLE, 0, cs_names),
-        (sec::FUNC_OFFSET, offset_flags, func_offsets),
-        (sec::LBR_PROFILE, 0, lbr),
-        (sec::SYMBOL_LIST, 0, symbols),
-        (sec::FUNC_METADATA, meta_flags, metadata),
-    ];
-    let physical = [0usize, 1, 2, 4, 5, 3, 6];
+    let (layout, physical): (Vec<Section>, &[usize]) = if opts.split_layout {
+        if kind.cs {
+            return Err(Error::UnsupportedForWriting(
+                "the split layout has no CS name table for context-sensitive profiles",
+            ));
+        }
+        // LLVM's `splitProfileMapToTwo`: profiles with inlined callees first.
+        let (nested, flat): (Vec<_>, Vec<_>) = sorted
+            .into_iter()
+            .partition(|(_, fs)| !fs.callsites.is_empty());
+        let (nested_lbr, nested_offsets) = enc.lbr_section(&nested, false);
+        let (flat_lbr, flat_offsets) = enc.lbr_section(&flat, false);
+        let layout = vec![
+            (sec::SUMMARY, summary_flags, summary),
+            (sec::NAME_TABLE, name_flags, names),
+            (sec::FUNC_OFFSET, offset_flags, nested_offsets),
+            (sec::LBR_PROFILE, 0, nested_lbr),
+            (sec::FUNC_OFFSET, offset_flags | flag::FLAT, flat_offsets),
+            (sec::LBR_PROFILE, flag::FLAT, flat_lbr),
+            (sec::SYMBOL_LIST, 0, symbols),
+            (sec::FUNC_METADATA, meta_flags, metadata),
+        ];
+        (layout, &[0, 1, 3, 2, 5, 4, 6, 7])
+    } else {
+        let (lbr, func_offsets) = enc.lbr_section(&sorted, kind.cs);
+        let layout = vec![
+            (sec::SUMMARY, summary_flags, summary),
+            (sec::NAME_TABLE, name_flags, names),
+            (sec::CS_NAME_TABLE, 0, cs_names),
+            (sec::FUNC_OFFSET, offset_flags, func_offsets),
+            (sec::LBR_PROFILE, 0, lbr),
+            (sec::SYMBOL_LIST, 0, symbols),
+            (sec::FUNC_METADATA, meta_flags, metadata),
+        ];
+        (layout, &[0, 1, 2, 4, 5, 3, 6])
+    };
     let compress_flag = if opts.compress_all { flag::COMPRESS } else { 0 };
-    let sections: Vec<(u64, u64, Vec<u8>)> = layout
+    let sections: Vec<Section> = layout
         .into_iter()
         .map(|(t, f, b)| {
             let b = if opts.compress_all { compress(b) } else { b };
@@ -873,9 +915,9 @@ pub fn write_ext(
     write_uleb(&mut head, llvm_magic(0x04));
     write_uleb(&mut head, VERSION);
     head.extend_from_slice(&(sections.len() as u64).to_le_bytes());
-    let mut offsets = [0u64; 7];
+    let mut offsets = vec![0u64; sections.len()];
     let mut at = (head.len() + sections.len() * 32) as u64;
-    for &i in &physical {
+    for &i in physical {
         offsets[i] = at;
         at += sections[i].2.len() as u64;
     }
@@ -885,7 +927,7 @@ pub fn write_ext(
         }
     }
     out.write_all(&head)?;
-    for &i in &physical {
+    for &i in physical {
         out.write_all(&sections[i].2)?;
     }
     Ok(())
