@@ -698,6 +698,77 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
 // ---------------------------------------------------------------------------------------------
 // overlap
 
-fn run_overlap(_args: &[String]) -> Result<(), BoxError> {
-    Err(not_implemented("overlap", "sample"))
+/// `llvm-profdata overlap --sample BASE TEST`.
+pub fn run_overlap(args: &[String]) -> Result<(), BoxError> {
+    use engine::sampleprof::overlap::{
+        insertion_order, load_order, overlap, OverlapInput, OverlapOptions,
+    };
+    let mut opts = OverlapOptions::default();
+    let mut files = Vec::new();
+    let mut output: Option<String> = None;
+    let mut w = Walker::new(args);
+    while let Some(item) = w.next_item() {
+        let (arg, name, inline) = match item {
+            Item::Positional(p) => {
+                files.push(p.to_string());
+                continue;
+            }
+            Item::Option { arg, name, inline } => (arg, name, inline),
+        };
+        match name {
+            "sample" | "instr" => {}
+            "o" | "output" => output = Some(w.value(name, inline)?),
+            "function" => opts.function = w.value(name, inline)?,
+            "value-cutoff" => opts.value_cutoff = parse_number(name, &w.value(name, inline)?)?,
+            "similarity-cutoff" => {
+                opts.similarity_cutoff = parse_number(name, &w.value(name, inline)?)?
+            }
+            "cs" => {
+                parse_bool(name, inline)?;
+                ignored(name, "applies to instrumentation profiles");
+            }
+            "fs-discriminator-pass" => {
+                w.value(name, inline)?;
+                return Err(not_implemented("overlap", name));
+            }
+            _ => return Err(unknown(arg)),
+        }
+    }
+    let [base, test] = files.as_slice() else {
+        return Err(format!(
+            "llvm-profdata overlap: expected <base profile file> <test profile file>, got {} files",
+            files.len()
+        )
+        .into());
+    };
+    let load = |f: &str| -> Result<(Vec<u8>, Profile), BoxError> {
+        let data = std::fs::read(f).map_err(|e| format!("{f}: {e}"))?;
+        let p = formats::sampleprof::read(&data).map_err(|e| e.located(f))?;
+        Ok((data, p))
+    };
+    let (bdata, bprof) = load(base)?;
+    let (tdata, tprof) = load(test)?;
+    if bprof.kind.probe != tprof.kind.probe {
+        return Err("cannot compare probe-based profile with non-probe-based profile".into());
+    }
+    if bprof.kind.cs != tprof.kind.cs {
+        return Err("cannot compare CS profile with non-CS profile".into());
+    }
+    let (bins, tins) = (
+        insertion_order(&bdata, &bprof),
+        insertion_order(&tdata, &tprof),
+    );
+    let b = OverlapInput {
+        name: base,
+        profile: &bprof,
+        order: load_order(&bprof, &bins),
+    };
+    let t = OverlapInput {
+        name: test,
+        profile: &tprof,
+        order: load_order(&tprof, &tins),
+    };
+    let mut out = Vec::new();
+    overlap(&b, &t, &opts, &mut out)?;
+    write_output(output.as_deref().unwrap_or("-"), &out)
 }

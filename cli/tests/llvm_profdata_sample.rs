@@ -554,3 +554,96 @@ fn split_layout_matches_llvm_profdata_22() {
     eprintln!("split layout: {exact} byte-identical, {read_back} equal when read back, {refused} CS refused");
     assert!(exact >= 25, "too few comparisons: {exact}");
 }
+
+#[test]
+fn overlap_sample_matches_llvm_profdata() {
+    let (Some(c19), Some(c11)) = (corpus_dir("llvm-19"), corpus_dir("llvm-11")) else {
+        return;
+    };
+    if !have_llvm() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let p = |n: &str| c19.join(n).to_str().unwrap().to_string();
+    let mut files: Vec<String> = (0..=5)
+        .map(|i| p(&format!("sample-overlap-{i}.proftext")))
+        .collect();
+    files.push(p("sample-hot-func-list.proftext"));
+    files.push(
+        c11.join("weight-sample-foo.proftext")
+            .to_str()
+            .unwrap()
+            .into(),
+    );
+    // The same profile as ExtBinary: LLVM's map is filled in record order then.
+    let ext = d.join("hot.extbin");
+    assert!(
+        reference(&["merge", "--sample", &files[6], "-o", ext.to_str().unwrap()])
+            .status
+            .success()
+    );
+    files.push(ext.to_str().unwrap().into());
+    let options: &[&[&str]] = &[
+        &[],
+        &["--value-cutoff=10", "--similarity-cutoff=999999"],
+        &["--function=ba"],
+        &["--value-cutoff", "0", "-o", "OUT"],
+    ];
+    let mut compared = 0;
+    for a in &files {
+        for b in &files {
+            for o in options {
+                let mut args = vec!["overlap", "--sample"];
+                args.extend_from_slice(o);
+                args.extend_from_slice(&[a, b]);
+                if let Some((theirs, ours)) = both(d, &args) {
+                    assert!(
+                        theirs == ours,
+                        "{args:?}:\n--- ours\n{}\n--- llvm\n{}",
+                        String::from_utf8_lossy(&ours),
+                        String::from_utf8_lossy(&theirs)
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    // Context-sensitive and pseudo-probe pairs; mixed kinds are refused by both.
+    for (a, b) in [
+        ("cs-sample.proftext", "cs-sample-preinline.proftext"),
+        (
+            "pseudo-probe-profile.proftext",
+            "pseudo-probe-profile.proftext",
+        ),
+        ("cs-sample.proftext", "sample-overlap-1.proftext"),
+        ("pseudo-probe-profile.proftext", "sample-overlap-1.proftext"),
+    ] {
+        for o in options {
+            let (a, b) = (p(a), p(b));
+            let mut args = vec!["overlap", "--sample"];
+            args.extend_from_slice(o);
+            args.extend_from_slice(&[&a, &b]);
+            if let Some((theirs, ours)) = both(d, &args) {
+                assert!(theirs == ours, "{args:?}");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 250, "too few comparisons: {compared}");
+
+    // `profmill overlap --sample` is the same command.
+    let args = ["--sample", "--value-cutoff=0", &files[1], &files[3]];
+    let ours = Command::new(env!("CARGO_BIN_EXE_profmill"))
+        .arg("overlap")
+        .args(args)
+        .output()
+        .unwrap();
+    let theirs = Command::new(LLVM_PROFDATA)
+        .arg("overlap")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(ours.status.success());
+    assert_eq!(ours.stdout, theirs.stdout);
+}

@@ -14,6 +14,8 @@ use formats::sampleprof::{self as sp, text, Profile};
 
 use crate::output::write_atomically;
 
+pub mod hash_order;
+pub mod overlap;
 pub mod show;
 pub mod transform;
 
