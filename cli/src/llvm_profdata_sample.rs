@@ -11,9 +11,10 @@
 //! * ExtBinary written to standard output works (LLVM aborts with "Illegal seek" on a pipe).
 //! * `show --show-prof-sym-list` on a profile without a symbol list prints the empty list
 //!   (LLVM 19 dereferences a null list and crashes).
-//! * Ties in orders LLVM takes from its `std::unordered_map` (equal totals in
-//!   `--hot-func-list`, equal base weights in `overlap`'s function table) are broken by
-//!   context order instead.
+//! * Orders LLVM takes from its `std::unordered_map` (ties of equal totals in
+//!   `--hot-func-list`, of equal base weights in `overlap`'s function table) are reproduced
+//!   for context-less profiles (see `engine::sampleprof::overlap`); for context-sensitive
+//!   profiles ties may come out in another order.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -690,7 +691,9 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
         show::print_detailed_summary(&mut out, &summary)?;
     }
     if s.hot_func_list || s.topn > 0 {
-        show::hot_function_list(&mut out, &profile, s.topn)?;
+        use engine::sampleprof::overlap::{insertion_order, load_order};
+        let order = load_order(&profile, &insertion_order(&data, &profile));
+        show::hot_function_list(&mut out, &profile, &order, s.topn)?;
     }
     write_output(s.output.as_deref().unwrap_or("-"), &out)
 }

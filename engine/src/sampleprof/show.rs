@@ -192,9 +192,14 @@ impl ColumnLine {
 }
 
 /// `showHotFunctionList`: functions whose hottest line reaches the 99% cutoff's count,
-/// by total samples descending. Ties keep the order of `order` (LLVM's hash-map order is
-/// not reproduced; see the module docs of the caller).
-pub fn hot_function_list(out: &mut dyn Write, profile: &Profile, top_n: u32) -> io::Result<()> {
+/// by total samples descending, ties in `order` (LLVM's map iteration order, see
+/// [`super::overlap::load_order`]).
+pub fn hot_function_list(
+    out: &mut dyn Write,
+    profile: &Profile,
+    order: &[&Context],
+    top_n: u32,
+) -> io::Result<()> {
     let s = summary::compute(profile);
     let threshold = s
         .entries
@@ -204,7 +209,8 @@ pub fn hot_function_list(out: &mut dyn Write, profile: &Profile, top_n: u32) -> 
     let mut total = 0u64;
     let mut hot_total = 0u64;
     let mut hot: Vec<(&Context, &FunctionSamples, u64)> = Vec::new();
-    for (ctx, fs) in &profile.functions {
+    for &ctx in order {
+        let fs = &profile.functions[ctx];
         total = total.wrapping_add(fs.total);
         let mut stats = FuncSampleStats::default();
         func_sample_stats(fs, threshold, &mut stats);
