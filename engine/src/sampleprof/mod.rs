@@ -14,6 +14,7 @@ use formats::sampleprof::{self as sp, text, Profile};
 
 use crate::output::write_atomically;
 
+pub mod fast;
 pub mod hash_order;
 pub mod overlap;
 pub mod show;
@@ -202,16 +203,17 @@ pub fn write_to(
 /// goes through the v4 document, so symbol IDs, the stored summary and extension records
 /// (binary to binary) are kept; everything else goes through the common model.
 pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> {
-    let data = std::fs::read(input).map_err(|source| Error::Io {
+    let data = load(input).map_err(|source| Error::Io {
         path: input.to_path_buf(),
         source,
     })?;
+    let data: &[u8] = &data;
     let format_error = |source| Error::Format {
         path: input.to_path_buf(),
         source,
     };
-    if let (OutputFormat::GcovV4(e), Some(_)) = (format, gcov_v4::detect(&data)) {
-        let doc = gcov_v4::read_document(&data).map_err(format_error)?;
+    if let (OutputFormat::GcovV4(e), Some(_)) = (format, gcov_v4::detect(data)) {
+        let doc = gcov_v4::read_document(data).map_err(format_error)?;
         let mut buf = Vec::new();
         gcov_v4::write_document(&doc, e, &mut buf).map_err(|source| Error::Write {
             path: output.to_path_buf(),
@@ -219,8 +221,57 @@ pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> 
         })?;
         return write_bytes(&buf, output);
     }
-    let profile = sp::read(&data).map_err(format_error)?;
+    if let Some(pieces) = fast_convert(data, format) {
+        return write_atomically(output, |w| pieces.iter().try_for_each(|p| w.write_all(p)))
+            .map_err(|e| match e {
+                crate::error::Error::Io { path, source } => Error::Io { path, source },
+                other => Error::Incompatible(other.to_string()),
+            });
+    }
+    let profile = sp::read(data).map_err(format_error)?;
     write(&profile, format, output)
+}
+
+/// An input file's bytes: read when small, mapped when large (the fast path parses it in
+/// place, so mapping saves a copy of the whole file).
+pub enum InputBytes {
+    Read(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for InputBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            InputBytes::Read(v) => v,
+            InputBytes::Mapped(m) => m,
+        }
+    }
+}
+
+pub fn load(path: &Path) -> std::io::Result<InputBytes> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() < (4 << 20) {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut data)?;
+        return Ok(InputBytes::Read(data));
+    }
+    // SAFETY: the mapping is read-only and private; as with every mmap reader, another process
+    // truncating the profile while we read it is undefined (llvm-profdata maps inputs too).
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    Ok(InputBytes::Mapped(map))
+}
+
+/// The conversion of `data` to `format` on the fast path, when both allow it: the output in
+/// pieces to be written in order.
+pub fn fast_convert(data: &[u8], format: OutputFormat) -> Option<Vec<Vec<u8>>> {
+    let out = match format {
+        OutputFormat::Text => fast::FastOutput::Text,
+        OutputFormat::ExtBinary(o) => fast::FastOutput::ExtBinary(o),
+        _ => return None,
+    };
+    fast::convert(data, out)
 }
 
 /// Writes `profile` to `path` atomically (no partial file on failure).

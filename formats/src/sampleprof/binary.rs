@@ -725,7 +725,8 @@ impl Encoder {
     }
 }
 
-fn write_summary(out: &mut Vec<u8>, s: &Summary) {
+/// The summary section's payload.
+pub fn write_summary(out: &mut Vec<u8>, s: &Summary) {
     for v in [
         s.total_count,
         s.max_count,
@@ -765,7 +766,7 @@ pub fn write_raw(profile: &Profile, out: &mut impl std::io::Write) -> Result<()>
 }
 
 /// One ExtBinary section: type, flags, payload.
-type Section = (u64, u64, Vec<u8>);
+pub type Section = (u64, u64, Vec<u8>);
 
 /// LLVM's zlib wrapper of a compressed section (level 9, as `compress2` with
 /// `BestSizeCompression`). Empty sections stay empty.
@@ -902,15 +903,12 @@ pub fn write_ext(
         ];
         (layout, &[0, 1, 2, 4, 5, 3, 6])
     };
-    let compress_flag = if opts.compress_all { flag::COMPRESS } else { 0 };
-    let sections: Vec<Section> = layout
-        .into_iter()
-        .map(|(t, f, b)| {
-            let b = if opts.compress_all { compress(b) } else { b };
-            (t, f | compress_flag, b)
-        })
-        .collect();
+    write_sections(layout, physical, opts.compress_all, out)
+}
 
+/// The magic, version and section header table of an ExtBinary file whose sections, in
+/// header order, have the given (type, flags, size), laid out in `physical` order.
+pub fn section_header(sections: &[(u64, u64, u64)], physical: &[usize]) -> Vec<u8> {
     let mut head = Vec::new();
     write_uleb(&mut head, llvm_magic(0x04));
     write_uleb(&mut head, VERSION);
@@ -919,13 +917,39 @@ pub fn write_ext(
     let mut at = (head.len() + sections.len() * 32) as u64;
     for &i in physical {
         offsets[i] = at;
-        at += sections[i].2.len() as u64;
+        at += sections[i].2;
     }
-    for (i, (t, f, b)) in sections.iter().enumerate() {
-        for v in [*t, *f, offsets[i], b.len() as u64] {
+    for (i, (t, f, size)) in sections.iter().enumerate() {
+        for v in [*t, *f, offsets[i], *size] {
             head.extend_from_slice(&v.to_le_bytes());
         }
     }
+    head
+}
+
+/// Writes an ExtBinary file from its sections in header order (type, flags, payload):
+/// compressed if asked, laid out in `physical` order (LLVM writes some sections before
+/// others that precede them in the header).
+pub fn write_sections(
+    layout: Vec<Section>,
+    physical: &[usize],
+    compress_all: bool,
+    out: &mut impl std::io::Write,
+) -> Result<()> {
+    let compress_flag = if compress_all { flag::COMPRESS } else { 0 };
+    let sections: Vec<Section> = layout
+        .into_iter()
+        .map(|(t, f, b)| {
+            let b = if compress_all { compress(b) } else { b };
+            (t, f | compress_flag, b)
+        })
+        .collect();
+
+    let sizes: Vec<(u64, u64, u64)> = sections
+        .iter()
+        .map(|(t, f, b)| (*t, *f, b.len() as u64))
+        .collect();
+    let head = section_header(&sizes, physical);
     out.write_all(&head)?;
     for &i in physical {
         out.write_all(&sections[i].2)?;
