@@ -401,6 +401,11 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
         }
         return Ok(());
     }
+    if let Some(pieces) = fast_single_input(&m, &inputs) {
+        warn_non_ext_options(&m, false);
+        let output = m.output.as_deref().unwrap_or("-");
+        return write_output(output, &pieces.concat());
+    }
     let options = MergeOptions {
         skip_unreadable: m.skip_unreadable,
         remapper: m.remapping_file.as_deref().map(read_remapper).transpose()?,
@@ -437,25 +442,55 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     if let Some(list) = &m.prof_sym_list {
         read_symbol_list(list, &mut profile)?;
     }
-    let ext = m.format == WriteFormat::ExtBinary;
-    if !ext {
-        if !profile.symbol_list.is_empty() {
-            eprintln!("warning: Profile Symbol list is not empty but the output format is not ExtBinary format. The list will be lost in the output. ");
-        }
-        for (set, what) in [
-            (m.compress_all, "-compress-all-section"),
-            (m.use_md5, "-use-md5"),
-            (m.gen_partial, "-gen-partial-profile"),
-            (m.split_layout, "-split-layout"),
-        ] {
-            if set {
-                eprintln!("warning: {what} is ignored. Specify -extbinary to enable it");
-            }
-        }
-    }
+    warn_non_ext_options(&m, !profile.symbol_list.is_empty());
     let mut bytes = Vec::new();
     sp::write_to(&profile, format, &mut bytes).map_err(|e| format!("{output}: {e}"))?;
     write_output(output, &bytes)
+}
+
+/// llvm-profdata's warnings for ExtBinary-only options given with another output format.
+fn warn_non_ext_options(m: &MergeArgs, has_symbols: bool) {
+    if m.format == WriteFormat::ExtBinary {
+        return;
+    }
+    if has_symbols {
+        eprintln!("warning: Profile Symbol list is not empty but the output format is not ExtBinary format. The list will be lost in the output. ");
+    }
+    for (set, what) in [
+        (m.compress_all, "-compress-all-section"),
+        (m.use_md5, "-use-md5"),
+        (m.gen_partial, "-gen-partial-profile"),
+        (m.split_layout, "-split-layout"),
+    ] {
+        if set {
+            eprintln!("warning: {what} is ignored. Specify -extbinary to enable it");
+        }
+    }
+}
+
+/// One input, weight 1, nothing to rewrite: a plain conversion, tried on the fast path.
+fn fast_single_input(m: &MergeArgs, inputs: &[Input]) -> Option<Vec<Vec<u8>>> {
+    let [input] = inputs else { return None };
+    if input.weight != 1
+        || m.remapping_file.is_some()
+        || m.prof_sym_list.is_some()
+        || m.flatten
+        || m.drop_symbol_list
+    {
+        return None;
+    }
+    let format = match m.format {
+        WriteFormat::Text => OutputFormat::Text,
+        WriteFormat::ExtBinary => OutputFormat::ExtBinary(ExtBinaryOptions {
+            use_md5: m.use_md5,
+            compress_all: m.compress_all,
+            partial: m.gen_partial,
+            split_layout: m.split_layout,
+        }),
+        _ => return None,
+    };
+    let data = sp::load(&input.path).ok()?;
+    sp::fast_convert(&data, format)
 }
 
 fn write_output(output: &str, bytes: &[u8]) -> Result<(), BoxError> {

@@ -200,6 +200,8 @@ pub struct FastProfile<'a> {
     /// The input carries what only the general path writes back to ExtBinary (a symbol
     /// list, summary flags).
     ext_extras: bool,
+    /// The input has a profile symbol list (which llvm-profdata warns about losing in text).
+    symbols: bool,
 }
 
 /// The encodings the fast path writes.
@@ -223,6 +225,7 @@ pub fn convert(data: &[u8], output: FastOutput) -> Option<Vec<Vec<u8>>> {
         _ => return None,
     };
     match output {
+        FastOutput::Text if profile.symbols => None,
         FastOutput::Text => Some(profile.write_text()),
         FastOutput::ExtBinary(_) if profile.ext_extras => None,
         FastOutput::ExtBinary(o) => profile.write_ext(&o),
@@ -428,6 +431,7 @@ fn finish<'a>(mut arenas: Vec<Arena<'a>>, table: Option<Vec<&'a [u8]>>) -> Optio
         table,
         order,
         ext_extras: false,
+        symbols: false,
     })
 }
 
@@ -484,6 +488,7 @@ fn read_ext(data: &[u8]) -> Option<FastProfile<'_>> {
     let mut lbr: Option<&[u8]> = None;
     let mut offsets: Option<&[u8]> = None;
     let mut extras = false;
+    let mut symbols = false;
     for e in &table {
         let start = usize::try_from(e.offset).ok()?;
         let payload = data.get(start..start.checked_add(usize::try_from(e.size).ok()?)?)?;
@@ -499,7 +504,7 @@ fn read_ext(data: &[u8]) -> Option<FastProfile<'_>> {
             sec::LBR_PROFILE if lbr.is_none() => lbr = Some(payload),
             // Empty CS name table, symbol list (text drops it) and metadata are fine.
             sec::CS_NAME_TABLE if payload == [0] || payload.is_empty() => {}
-            sec::SYMBOL_LIST => extras |= !payload.is_empty(),
+            sec::SYMBOL_LIST => symbols |= !payload.is_empty(),
             sec::FUNC_METADATA if payload.is_empty() => {}
             _ => return None,
         }
@@ -525,7 +530,8 @@ fn read_ext(data: &[u8]) -> Option<FastProfile<'_>> {
         })
         .collect::<Option<Vec<_>>>()?;
     let mut p = finish(arenas, Some(names))?;
-    p.ext_extras = extras;
+    p.ext_extras = extras || symbols;
+    p.symbols = symbols;
     Some(p)
 }
 
