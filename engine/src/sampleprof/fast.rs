@@ -295,7 +295,11 @@ fn parse_text_piece(piece: &[u8]) -> Option<Arena<'_>> {
     let mut a = Arena::default();
     // Rough shape of generated and real profiles: ~25 bytes a line.
     a.lines.reserve(piece.len() / 24);
+    a.targets.reserve(piece.len() / 64);
+    a.nodes.reserve(piece.len() / 256);
+    a.calls.reserve(piece.len() / 256);
     let mut interner = Interner::default();
+    interner.ids.reserve((piece.len() / 512).min(1 << 20));
     let mut stack: Vec<u32> = Vec::new();
     let mut at = 0;
     while at < piece.len() {
@@ -436,7 +440,9 @@ fn finish<'a>(mut arenas: Vec<Arena<'a>>, table: Option<Vec<&'a [u8]>>) -> Optio
 }
 
 fn read_text(data: &[u8]) -> Option<FastProfile<'_>> {
-    let pieces = rayon::current_num_threads() * 8;
+    // Few pieces: every piece interns the names it meets, and most names (call targets,
+    // inlinees) occur all over the file.
+    let pieces = rayon::current_num_threads() * 2;
     let starts = text_pieces(data, pieces);
     let arenas = (0..starts.len())
         .into_par_iter()
@@ -710,11 +716,13 @@ impl FastProfile<'_> {
     }
 
     fn summary(&self) -> summary::Summary {
-        let counts: Vec<u64> = self
+        let mut counts: Vec<u64> = self
             .arenas
             .par_iter()
             .flat_map_iter(|a| a.lines.iter().map(|l| l.count))
             .collect();
+        // Sorted here in parallel; `from_counts` then finds them in order.
+        counts.par_sort_unstable_by(|a, b| b.cmp(a));
         let max_head = self
             .order
             .iter()
