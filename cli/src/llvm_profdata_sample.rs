@@ -11,6 +11,9 @@
 //! * ExtBinary written to standard output works (LLVM aborts with "Illegal seek" on a pipe).
 //! * `show --show-prof-sym-list` on a profile without a symbol list prints the empty list
 //!   (LLVM 19 dereferences a null list and crashes).
+//! * ExtBinary function metadata (probe checksums, attributes) comes in LLVM's hash-map order
+//!   for context-less profiles; for context-sensitive ones in context order (same profile
+//!   when read back, other bytes).
 //! * Orders LLVM takes from its `std::unordered_map` (ties of equal totals in
 //!   `--hot-func-list`, of equal base weights in `overlap`'s function table) are reproduced
 //!   for context-less profiles (see `engine::sampleprof::overlap`); for context-sensitive
@@ -418,6 +421,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     for w in &merged.warnings {
         eprintln!("{w}");
     }
+    let map_order = merged.map_order;
     let mut profile = merged.profile;
     if m.flatten {
         transform::flatten(&mut profile);
@@ -444,7 +448,19 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     }
     warn_non_ext_options(&m, !profile.symbol_list.is_empty());
     let mut bytes = Vec::new();
-    sp::write_to(&profile, format, &mut bytes).map_err(|e| format!("{output}: {e}"))?;
+    match format {
+        // Function metadata in LLVM's map order (contexts hash differently: not modelled).
+        OutputFormat::ExtBinary(o) if !profile.kind.cs && !m.flatten => {
+            formats::sampleprof::binary::write_ext_in_order(
+                &profile,
+                &o,
+                Some(&map_order),
+                &mut bytes,
+            )
+        }
+        _ => sp::write_to(&profile, format, &mut bytes),
+    }
+    .map_err(|e| format!("{output}: {e}"))?;
     write_output(output, &bytes)
 }
 

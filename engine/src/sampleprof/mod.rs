@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::gcov_v4;
-use formats::sampleprof::{self as sp, text, Profile};
+use formats::sampleprof::{self as sp, text, Context, Profile};
 
 use crate::output::write_atomically;
 
@@ -51,6 +51,37 @@ impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Reads a sample profile, with the order LLVM's reader lists its functions in (its hash
+/// map's order; see [`overlap::load_order`]).
+pub fn read_in_llvm_order(path: &Path) -> Result<(Profile, Vec<Context>)> {
+    let data = load(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let profile = sp::read(&data).map_err(|source| Error::Format {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let order = overlap::load_order(&profile, &overlap::insertion_order(&data, &profile))
+        .into_iter()
+        .cloned()
+        .collect();
+    Ok((profile, order))
+}
+
+/// The iteration order of a fresh LLVM `SampleProfileMap` into which contexts are inserted
+/// in the order given (repeats ignored), as llvm-profdata's merge fills its output map.
+pub fn map_order_after_inserting(contexts: &[Context]) -> Vec<Context> {
+    let mut order = hash_order::UnorderedMapOrder::new();
+    let mut by_hash: hashbrown::HashMap<u64, &Context> = Default::default();
+    for c in contexts {
+        let h = overlap::context_hash(c);
+        by_hash.entry(h).or_insert(c);
+        order.insert(h);
+    }
+    order.order().iter().map(|h| by_hash[h].clone()).collect()
+}
+
 /// Reads a sample profile in any encoding (detected from the content).
 pub fn read(path: &Path) -> Result<Profile> {
     let data = std::fs::read(path).map_err(|source| Error::Io {
@@ -81,12 +112,14 @@ pub struct MergeOptions {
     pub drop_symbol_list: bool,
 }
 
-/// A merged profile, the warnings llvm-profdata would print (dropped profiles), and the
-/// inputs skipped as unreadable (with `skip_unreadable`).
+/// A merged profile, the warnings llvm-profdata would print (dropped profiles), the
+/// inputs skipped as unreadable (with `skip_unreadable`), and the order llvm-profdata's
+/// output map lists the functions in (it writes function metadata in that order).
 pub struct Merged {
     pub profile: Profile,
     pub warnings: Vec<String>,
     pub skipped: Vec<Error>,
+    pub map_order: Vec<Context>,
 }
 
 /// Merges `inputs` like `llvm-profdata merge --sample`: every top-level profile is added
@@ -97,8 +130,9 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
     let mut warnings = Vec::new();
     let mut skipped = Vec::new();
     let mut merged_any = false;
+    let mut inserted: Vec<Context> = Vec::new();
     for input in inputs {
-        let mut p = match read(&input.path) {
+        let (mut p, order) = match read_in_llvm_order(&input.path) {
             Ok(p) => p,
             Err(e) if options.skip_unreadable => {
                 skipped.push(e);
@@ -109,8 +143,12 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
         if options.drop_symbol_list {
             p.symbol_list.clear();
         }
-        if let Some(r) = &options.remapper {
-            p = r.remap_profile(p);
+        match &options.remapper {
+            Some(r) => {
+                inserted.extend(order.iter().map(|c| r.remap_context(c)));
+                p = r.remap_profile(p);
+            }
+            None => inserted.extend(order),
         }
         let first = !merged_any;
         merged_any = true;
@@ -130,6 +168,7 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
         profile: out,
         warnings,
         skipped,
+        map_order: map_order_after_inserting(&inserted),
     })
 }
 
@@ -229,7 +268,27 @@ pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> 
             });
     }
     let profile = sp::read(data).map_err(format_error)?;
-    write(&profile, format, output)
+    match format {
+        // As `llvm-profdata merge` of this one input writes it: function metadata in the
+        // order of its output map (context-sensitive keys are not modelled).
+        OutputFormat::ExtBinary(o) if !profile.kind.cs => {
+            let read_order: Vec<Context> =
+                overlap::load_order(&profile, &overlap::insertion_order(data, &profile))
+                    .into_iter()
+                    .cloned()
+                    .collect();
+            let map_order = map_order_after_inserting(&read_order);
+            let mut buf = Vec::new();
+            binary::write_ext_in_order(&profile, &o, Some(&map_order), &mut buf).map_err(
+                |source| Error::Write {
+                    path: output.to_path_buf(),
+                    source,
+                },
+            )?;
+            write_bytes(&buf, output)
+        }
+        _ => write(&profile, format, output),
+    }
 }
 
 /// An input file's bytes: read when small, mapped when large (the fast path parses it in

@@ -43,7 +43,8 @@ impl Default for OverlapOptions {
     }
 }
 
-fn context_hash(ctx: &Context) -> u64 {
+/// The key LLVM's map files a context under (for contexts: the leaf's; see the module docs).
+pub fn context_hash(ctx: &Context) -> u64 {
     match ctx.function() {
         FunctionId::Hash(h) => *h,
         f => f.guid(),

@@ -41,6 +41,11 @@ impl Remapper {
         Ok(Remapper { table })
     }
 
+    /// The context a remapped profile is filed under (LLVM keeps only the remapped name).
+    pub fn remap_context(&self, ctx: &Context) -> Context {
+        Context::Plain(self.map(ctx.function()))
+    }
+
     fn map(&self, f: &FunctionId) -> FunctionId {
         match f.as_name().and_then(|n| self.table.get(n)) {
             Some(new) => FunctionId::name(new),

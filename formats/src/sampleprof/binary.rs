@@ -792,6 +792,19 @@ pub fn write_ext(
     opts: &ExtBinaryOptions,
     out: &mut impl std::io::Write,
 ) -> Result<()> {
+    write_ext_in_order(profile, opts, None, out)
+}
+
+/// [`write_ext`], with the function metadata records (probe checksums, attributes) in
+/// `map_order`: the order LLVM's `SampleProfileMap` (a hash map) lists the functions in,
+/// which is the order llvm-profdata writes them. Context order when `None` or when the list
+/// does not hold exactly the profile's functions.
+pub fn write_ext_in_order(
+    profile: &Profile,
+    opts: &ExtBinaryOptions,
+    map_order: Option<&[Context]>,
+    out: &mut impl std::io::Write,
+) -> Result<()> {
     let kind = &profile.kind;
     let enc = Encoder::new(profile);
 
@@ -860,7 +873,15 @@ pub fn write_ext(
         meta_flags |= flag::HAS_ATTRIBUTE;
     }
     if kind.probe || kind.cs || kind.preinlined {
-        for (ctx, fs) in &profile.functions {
+        let in_map_order: Option<Vec<(&Context, &FunctionSamples)>> = map_order
+            .filter(|o| o.len() == profile.functions.len())
+            .and_then(|o| {
+                o.iter()
+                    .map(|c| profile.functions.get_key_value(c))
+                    .collect()
+            });
+        let functions = in_map_order.unwrap_or_else(|| profile.functions.iter().collect());
+        for (ctx, fs) in functions {
             enc.context(&mut metadata, ctx);
             enc.metadata(&mut metadata, fs, kind);
         }
