@@ -17,12 +17,19 @@ in="$work/gen-$size.txt"
 [ -f "$in" ] || "$target/release/examples/gen_sampleprof" "$in" "$size" 1
 cat "$in" > /dev/null   # warm the page cache
 "$llvm" merge --sample --extbinary "$in" -o "$work/ref.extbin"
-hyperfine --warmup 1 --runs 5 --export-markdown "$work/to-extbinary.md" \
+hyperfine --warmup 1 --runs 7 --export-markdown "$work/to-extbinary.md" --export-json "$work/to-extbinary.json" \
   "$pm convert $in --to extbinary -o $work/pm.extbin" \
   "$llvm merge --sample --extbinary $in -o $work/ref.extbin"
-hyperfine --warmup 1 --runs 5 --export-markdown "$work/to-text.md" \
+hyperfine --warmup 1 --runs 7 --export-markdown "$work/to-text.md" --export-json "$work/to-text.json" \
   "$pm convert $work/ref.extbin --to text -o $work/pm.txt" \
   "$llvm merge --sample --text $work/ref.extbin -o $work/ref.txt"
+# Medians (the machine may be shared: the mean suffers more from other jobs).
+for j in "$work/to-extbinary.json" "$work/to-text.json"; do
+  python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))["results"]
+for x in r: print("median %.3f s  %s" % (x["median"], x["command"]))
+print("ratio of medians: %.2fx" % (r[1]["median"] / r[0]["median"]))' "$j"
+done
 for cmd in "$pm convert $in --to extbinary -o $work/pm.extbin" \
            "$llvm merge --sample --extbinary $in -o $work/ref.extbin" \
            "$pm convert $work/ref.extbin --to text -o $work/pm.txt" \

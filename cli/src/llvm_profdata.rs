@@ -85,6 +85,9 @@ pub fn run_as_argv0() -> Option<Result<(), BoxError>> {
 }
 
 pub fn run(args: Args) -> Result<(), BoxError> {
+    if let Some(result) = crate::llvm_profdata_sample::dispatch(&args.args) {
+        return result;
+    }
     let args: Vec<String> = args
         .args
         .into_iter()

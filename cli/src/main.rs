@@ -3,6 +3,7 @@
 mod aggregate;
 mod demo;
 mod llvm_profdata;
+mod llvm_profdata_sample;
 mod merge_fdata;
 mod perf2bolt;
 mod sampleprof;
@@ -37,6 +38,12 @@ enum Command {
     Merge(sampleprof::MergeArgs),
     /// Print a sample profile (`--sample`) as LLVM text.
     Show(sampleprof::ShowArgs),
+    /// Overlap of two sample profiles (`--sample`), as `llvm-profdata overlap --sample` prints it.
+    #[command(disable_help_flag = true)]
+    Overlap {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// A drop-in for `llvm-profdata merge` on instrumentation profiles (LLVM option spelling).
     LlvmProfdata(llvm_profdata::Args),
     /// Drop-in for LLVM's perf2bolt: `perf2bolt BINARY -p CAPTURE -o OUT.fdata [--pa] [--ba]`.
@@ -81,6 +88,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => sampleprof::convert(args),
         Command::Merge(args) => sampleprof::merge(args),
         Command::Show(args) => sampleprof::show(args),
+        Command::Overlap { args } => llvm_profdata_sample::run_overlap(&args),
     };
     finish(result)
 }

@@ -42,6 +42,9 @@ pub struct Encoding {
     /// ExtBinary: mark the profile partial.
     #[arg(long)]
     gen_partial_profile: bool,
+    /// ExtBinary: functions with and without inlined callees in two sections (LLVM 20+).
+    #[arg(long)]
+    split_layout: bool,
 }
 
 impl Encoding {
@@ -53,6 +56,7 @@ impl Encoding {
                 use_md5: self.use_md5,
                 compress_all: self.compress_all_sections,
                 partial: self.gen_partial_profile,
+                split_layout: self.split_layout,
             }),
             To::Gcov => OutputFormat::Gcov(Version::V407),
             To::GcovV1 => OutputFormat::Gcov(Version::V1),

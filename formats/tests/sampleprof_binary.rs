@@ -25,6 +25,7 @@ fn write_with(p: &Profile, args: &[&str]) -> Result<Vec<u8>, sp::Error> {
                 use_md5: args.contains(&"--use-md5"),
                 compress_all: args.contains(&"--compress-all-sections"),
                 partial: args.contains(&"--gen-partial-profile"),
+                split_layout: false,
             };
             binary::write_ext(p, &opts, &mut out)?
         }

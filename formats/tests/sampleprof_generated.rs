@@ -34,6 +34,7 @@ fn generated_text_to_extbinary_and_back_matches_llvm_profdata() {
                 use_md5: true,
                 compress_all: false,
                 partial: false,
+                split_layout: false,
             },
             &["--extbinary", "--use-md5"][..],
         ),

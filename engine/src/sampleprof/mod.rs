@@ -10,9 +10,15 @@ use std::path::{Path, PathBuf};
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::gcov_v4;
-use formats::sampleprof::{self as sp, text, Profile};
+use formats::sampleprof::{self as sp, text, Context, Profile};
 
 use crate::output::write_atomically;
+
+pub mod fast;
+pub mod hash_order;
+pub mod overlap;
+pub mod show;
+pub mod transform;
 
 #[derive(Debug)]
 pub enum Error {
@@ -45,6 +51,37 @@ impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Reads a sample profile, with the order LLVM's reader lists its functions in (its hash
+/// map's order; see [`overlap::load_order`]).
+pub fn read_in_llvm_order(path: &Path) -> Result<(Profile, Vec<Context>)> {
+    let data = load(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let profile = sp::read(&data).map_err(|source| Error::Format {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let order = overlap::load_order(&profile, &overlap::insertion_order(&data, &profile))
+        .into_iter()
+        .cloned()
+        .collect();
+    Ok((profile, order))
+}
+
+/// The iteration order of a fresh LLVM `SampleProfileMap` into which contexts are inserted
+/// in the order given (repeats ignored), as llvm-profdata's merge fills its output map.
+pub fn map_order_after_inserting(contexts: &[Context]) -> Vec<Context> {
+    let mut order = hash_order::UnorderedMapOrder::new();
+    let mut by_hash: hashbrown::HashMap<u64, &Context> = Default::default();
+    for c in contexts {
+        let h = overlap::context_hash(c);
+        by_hash.entry(h).or_insert(c);
+        order.insert(h);
+    }
+    order.order().iter().map(|h| by_hash[h].clone()).collect()
+}
+
 /// Reads a sample profile in any encoding (detected from the content).
 pub fn read(path: &Path) -> Result<Profile> {
     let data = std::fs::read(path).map_err(|source| Error::Io {
@@ -65,28 +102,62 @@ pub struct Input {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct MergeOptions {}
+pub struct MergeOptions {
+    /// `--failure-mode=all|warn`: an unreadable input is reported and skipped instead of
+    /// failing the merge.
+    pub skip_unreadable: bool,
+    /// `--remapping-file`: names rewritten before merging.
+    pub remapper: Option<transform::Remapper>,
+    /// `--drop-profile-symbol-list`.
+    pub drop_symbol_list: bool,
+}
 
-/// A merged profile, and the warnings llvm-profdata would print (dropped profiles).
+/// A merged profile, the warnings llvm-profdata would print (dropped profiles), the
+/// inputs skipped as unreadable (with `skip_unreadable`), and the order llvm-profdata's
+/// output map lists the functions in (it writes function metadata in that order).
 pub struct Merged {
     pub profile: Profile,
     pub warnings: Vec<String>,
+    pub skipped: Vec<Error>,
+    pub map_order: Vec<Context>,
 }
 
 /// Merges `inputs` like `llvm-profdata merge --sample`: every top-level profile is added
 /// (counts × weight, saturating) into the profile of the same context; a CFG checksum
 /// mismatch drops the later profile with a warning.
-pub fn merge(inputs: &[Input], _options: &MergeOptions) -> Result<Merged> {
+pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
     let mut out = Profile::default();
     let mut warnings = Vec::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let p = read(&input.path)?;
-        if i > 0 && p.kind.probe != out.kind.probe {
+    let mut skipped = Vec::new();
+    let mut merged_any = false;
+    let mut inserted: Vec<Context> = Vec::new();
+    for input in inputs {
+        let (mut p, order) = match read_in_llvm_order(&input.path) {
+            Ok(p) => p,
+            Err(e) if options.skip_unreadable => {
+                skipped.push(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if options.drop_symbol_list {
+            p.symbol_list.clear();
+        }
+        match &options.remapper {
+            Some(r) => {
+                inserted.extend(order.iter().map(|c| r.remap_context(c)));
+                p = r.remap_profile(p);
+            }
+            None => inserted.extend(order),
+        }
+        let first = !merged_any;
+        merged_any = true;
+        if !first && p.kind.probe != out.kind.probe {
             return Err(Error::Incompatible(
                 "cannot merge probe-based profile with non-probe-based profile".into(),
             ));
         }
-        if i > 0 && p.kind.cs != out.kind.cs {
+        if !first && p.kind.cs != out.kind.cs {
             return Err(Error::Incompatible(
                 "cannot merge CS profile with non-CS profile".into(),
             ));
@@ -96,6 +167,8 @@ pub fn merge(inputs: &[Input], _options: &MergeOptions) -> Result<Merged> {
     Ok(Merged {
         profile: out,
         warnings,
+        skipped,
+        map_order: map_order_after_inserting(&inserted),
     })
 }
 
@@ -169,16 +242,17 @@ pub fn write_to(
 /// goes through the v4 document, so symbol IDs, the stored summary and extension records
 /// (binary to binary) are kept; everything else goes through the common model.
 pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> {
-    let data = std::fs::read(input).map_err(|source| Error::Io {
+    let data = load(input).map_err(|source| Error::Io {
         path: input.to_path_buf(),
         source,
     })?;
+    let data: &[u8] = &data;
     let format_error = |source| Error::Format {
         path: input.to_path_buf(),
         source,
     };
-    if let (OutputFormat::GcovV4(e), Some(_)) = (format, gcov_v4::detect(&data)) {
-        let doc = gcov_v4::read_document(&data).map_err(format_error)?;
+    if let (OutputFormat::GcovV4(e), Some(_)) = (format, gcov_v4::detect(data)) {
+        let doc = gcov_v4::read_document(data).map_err(format_error)?;
         let mut buf = Vec::new();
         gcov_v4::write_document(&doc, e, &mut buf).map_err(|source| Error::Write {
             path: output.to_path_buf(),
@@ -186,8 +260,77 @@ pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> 
         })?;
         return write_bytes(&buf, output);
     }
-    let profile = sp::read(&data).map_err(format_error)?;
-    write(&profile, format, output)
+    if let Some(pieces) = fast_convert(data, format) {
+        return write_atomically(output, |w| pieces.iter().try_for_each(|p| w.write_all(p)))
+            .map_err(|e| match e {
+                crate::error::Error::Io { path, source } => Error::Io { path, source },
+                other => Error::Incompatible(other.to_string()),
+            });
+    }
+    let profile = sp::read(data).map_err(format_error)?;
+    match format {
+        // As `llvm-profdata merge` of this one input writes it: function metadata in the
+        // order of its output map (context-sensitive keys are not modelled).
+        OutputFormat::ExtBinary(o) if !profile.kind.cs => {
+            let read_order: Vec<Context> =
+                overlap::load_order(&profile, &overlap::insertion_order(data, &profile))
+                    .into_iter()
+                    .cloned()
+                    .collect();
+            let map_order = map_order_after_inserting(&read_order);
+            let mut buf = Vec::new();
+            binary::write_ext_in_order(&profile, &o, Some(&map_order), &mut buf).map_err(
+                |source| Error::Write {
+                    path: output.to_path_buf(),
+                    source,
+                },
+            )?;
+            write_bytes(&buf, output)
+        }
+        _ => write(&profile, format, output),
+    }
+}
+
+/// An input file's bytes: read when small, mapped when large (the fast path parses it in
+/// place, so mapping saves a copy of the whole file).
+pub enum InputBytes {
+    Read(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for InputBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            InputBytes::Read(v) => v,
+            InputBytes::Mapped(m) => m,
+        }
+    }
+}
+
+pub fn load(path: &Path) -> std::io::Result<InputBytes> {
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() < (4 << 20) {
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut data)?;
+        return Ok(InputBytes::Read(data));
+    }
+    // SAFETY: the mapping is read-only and private; as with every mmap reader, another process
+    // truncating the profile while we read it is undefined (llvm-profdata maps inputs too).
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    Ok(InputBytes::Mapped(map))
+}
+
+/// The conversion of `data` to `format` on the fast path, when both allow it: the output in
+/// pieces to be written in order.
+pub fn fast_convert(data: &[u8], format: OutputFormat) -> Option<Vec<Vec<u8>>> {
+    let out = match format {
+        OutputFormat::Text => fast::FastOutput::Text,
+        OutputFormat::ExtBinary(o) => fast::FastOutput::ExtBinary(o),
+        _ => return None,
+    };
+    fast::convert(data, out)
 }
 
 /// Writes `profile` to `path` atomically (no partial file on failure).

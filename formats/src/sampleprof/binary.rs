@@ -557,6 +557,11 @@ pub struct ExtBinaryOptions {
     pub compress_all: bool,
     /// `--gen-partial-profile`.
     pub partial: bool,
+    /// `--split-layout` (llvm-profdata 20+): functions with inlined callees and functions
+    /// without them in two LBR sections (the second flagged flat), each with its own function
+    /// offset table, and no CS name table. Not defined for context-sensitive profiles (LLVM 22
+    /// writes an unreadable file there), so refused for them.
+    pub split_layout: bool,
 }
 
 /// A fast hasher for name lookups (names are hashed once per occurrence while encoding).
@@ -673,6 +678,32 @@ impl Encoder {
         }
     }
 
+    /// An LBR profile section holding `functions` in that order, and its function offset
+    /// table (offsets relative to the section; sorted by context for CS profiles).
+    fn lbr_section(
+        &self,
+        functions: &[(&Context, &FunctionSamples)],
+        cs: bool,
+    ) -> (Vec<u8>, Vec<u8>) {
+        let mut lbr = Vec::new();
+        let mut offsets: Vec<(&Context, u64)> = Vec::with_capacity(functions.len());
+        for &(ctx, fs) in functions {
+            offsets.push((ctx, lbr.len() as u64));
+            write_uleb(&mut lbr, fs.head);
+            self.body(&mut lbr, ctx, fs);
+        }
+        if cs {
+            offsets.sort_by(|a, b| a.0.cmp(b.0));
+        }
+        let mut table = Vec::new();
+        write_uleb(&mut table, offsets.len() as u64);
+        for (ctx, off) in &offsets {
+            self.context(&mut table, ctx);
+            write_uleb(&mut table, *off);
+        }
+        (lbr, table)
+    }
+
     fn metadata(&self, out: &mut Vec<u8>, fs: &FunctionSamples, kind: &super::ProfileKind) {
         if kind.probe {
             write_uleb(out, fs.checksum);
@@ -694,7 +725,8 @@ impl Encoder {
     }
 }
 
-fn write_summary(out: &mut Vec<u8>, s: &Summary) {
+/// The summary section's payload.
+pub fn write_summary(out: &mut Vec<u8>, s: &Summary) {
     for v in [
         s.total_count,
         s.max_count,
@@ -733,6 +765,9 @@ pub fn write_raw(profile: &Profile, out: &mut impl std::io::Write) -> Result<()>
     Ok(())
 }
 
+/// One ExtBinary section: type, flags, payload.
+pub type Section = (u64, u64, Vec<u8>);
+
 /// LLVM's zlib wrapper of a compressed section (level 9, as `compress2` with
 /// `BestSizeCompression`). Empty sections stay empty.
 fn compress(raw: Vec<u8>) -> Vec<u8> {
@@ -755,6 +790,19 @@ fn compress(raw: Vec<u8>) -> Vec<u8> {
 pub fn write_ext(
     profile: &Profile,
     opts: &ExtBinaryOptions,
+    out: &mut impl std::io::Write,
+) -> Result<()> {
+    write_ext_in_order(profile, opts, None, out)
+}
+
+/// [`write_ext`], with the function metadata records (probe checksums, attributes) in
+/// `map_order`: the order LLVM's `SampleProfileMap` (a hash map) lists the functions in,
+/// which is the order llvm-profdata writes them. Context order when `None` or when the list
+/// does not hold exactly the profile's functions.
+pub fn write_ext_in_order(
+    profile: &Profile,
+    opts: &ExtBinaryOptions,
+    map_order: Option<&[Context]>,
     out: &mut impl std::io::Write,
 ) -> Result<()> {
     let kind = &profile.kind;
@@ -807,31 +855,13 @@ pub fn write_ext(
         }
     }
 
-    // Function records, and where each starts (relative to the section).
-    let mut lbr = Vec::new();
-    let mut offsets: Vec<(&Context, u64)> = Vec::with_capacity(profile.functions.len());
-    for (ctx, fs) in profile.sorted_functions() {
-        offsets.push((ctx, lbr.len() as u64));
-        write_uleb(&mut lbr, fs.head);
-        enc.body(&mut lbr, ctx, fs);
-    }
+    let sorted = profile.sorted_functions();
+    let offset_flags = if kind.cs { flag::ORDERED } else { 0 };
 
     let mut symbols = Vec::new();
     for s in &profile.symbol_list {
         symbols.extend_from_slice(s);
         symbols.push(0);
-    }
-
-    let mut offset_flags = 0;
-    let mut func_offsets = Vec::new();
-    write_uleb(&mut func_offsets, offsets.len() as u64);
-    if kind.cs {
-        offset_flags |= flag::ORDERED;
-        offsets.sort_by(|a, b| a.0.cmp(b.0));
-    }
-    for (ctx, off) in &offsets {
-        enc.context(&mut func_offsets, ctx);
-        write_uleb(&mut func_offsets, *off);
     }
 
     let mut meta_flags = 0;
@@ -843,49 +873,106 @@ pub fn write_ext(
         meta_flags |= flag::HAS_ATTRIBUTE;
     }
     if kind.probe || kind.cs || kind.preinlined {
-        for (ctx, fs) in &profile.functions {
+        let in_map_order: Option<Vec<(&Context, &FunctionSamples)>> = map_order
+            .filter(|o| o.len() == profile.functions.len())
+            .and_then(|o| {
+                o.iter()
+                    .map(|c| profile.functions.get_key_value(c))
+                    .collect()
+            });
+        let functions = in_map_order.unwrap_or_else(|| profile.functions.iter().collect());
+        for (ctx, fs) in functions {
             enc.context(&mut metadata, ctx);
             enc.metadata(&mut metadata, fs, kind);
         }
     }
 
     // Header order (what readers walk) and physical order (what LLVM writes first).
-    let layout = [
-        (sec::SUMMARY, summary_flags, summary),
-        (sec::NAME_TABLE, name_flags, names),
-        (sec::CS_NAME_TABLE, 0, cs_names),
-        (sec::FUNC_OFFSET, offset_flags, func_offsets),
-        (sec::LBR_PROFILE, 0, lbr),
-        (sec::SYMBOL_LIST, 0, symbols),
-        (sec::FUNC_METADATA, meta_flags, metadata),
-    ];
-    let physical = [0usize, 1, 2, 4, 5, 3, 6];
-    let compress_flag = if opts.compress_all { flag::COMPRESS } else { 0 };
-    let sections: Vec<(u64, u64, Vec<u8>)> = layout
-        .into_iter()
-        .map(|(t, f, b)| {
-            let b = if opts.compress_all { compress(b) } else { b };
-            (t, f | compress_flag, b)
-        })
-        .collect();
+    let (layout, physical): (Vec<Section>, &[usize]) = if opts.split_layout {
+        if kind.cs {
+            return Err(Error::UnsupportedForWriting(
+                "the split layout has no CS name table for context-sensitive profiles",
+            ));
+        }
+        // LLVM's `splitProfileMapToTwo`: profiles with inlined callees first.
+        let (nested, flat): (Vec<_>, Vec<_>) = sorted
+            .into_iter()
+            .partition(|(_, fs)| !fs.callsites.is_empty());
+        let (nested_lbr, nested_offsets) = enc.lbr_section(&nested, false);
+        let (flat_lbr, flat_offsets) = enc.lbr_section(&flat, false);
+        let layout = vec![
+            (sec::SUMMARY, summary_flags, summary),
+            (sec::NAME_TABLE, name_flags, names),
+            (sec::FUNC_OFFSET, offset_flags, nested_offsets),
+            (sec::LBR_PROFILE, 0, nested_lbr),
+            (sec::FUNC_OFFSET, offset_flags | flag::FLAT, flat_offsets),
+            (sec::LBR_PROFILE, flag::FLAT, flat_lbr),
+            (sec::SYMBOL_LIST, 0, symbols),
+            (sec::FUNC_METADATA, meta_flags, metadata),
+        ];
+        (layout, &[0, 1, 3, 2, 5, 4, 6, 7])
+    } else {
+        let (lbr, func_offsets) = enc.lbr_section(&sorted, kind.cs);
+        let layout = vec![
+            (sec::SUMMARY, summary_flags, summary),
+            (sec::NAME_TABLE, name_flags, names),
+            (sec::CS_NAME_TABLE, 0, cs_names),
+            (sec::FUNC_OFFSET, offset_flags, func_offsets),
+            (sec::LBR_PROFILE, 0, lbr),
+            (sec::SYMBOL_LIST, 0, symbols),
+            (sec::FUNC_METADATA, meta_flags, metadata),
+        ];
+        (layout, &[0, 1, 2, 4, 5, 3, 6])
+    };
+    write_sections(layout, physical, opts.compress_all, out)
+}
 
+/// The magic, version and section header table of an ExtBinary file whose sections, in
+/// header order, have the given (type, flags, size), laid out in `physical` order.
+pub fn section_header(sections: &[(u64, u64, u64)], physical: &[usize]) -> Vec<u8> {
     let mut head = Vec::new();
     write_uleb(&mut head, llvm_magic(0x04));
     write_uleb(&mut head, VERSION);
     head.extend_from_slice(&(sections.len() as u64).to_le_bytes());
-    let mut offsets = [0u64; 7];
+    let mut offsets = vec![0u64; sections.len()];
     let mut at = (head.len() + sections.len() * 32) as u64;
-    for &i in &physical {
+    for &i in physical {
         offsets[i] = at;
-        at += sections[i].2.len() as u64;
+        at += sections[i].2;
     }
-    for (i, (t, f, b)) in sections.iter().enumerate() {
-        for v in [*t, *f, offsets[i], b.len() as u64] {
+    for (i, (t, f, size)) in sections.iter().enumerate() {
+        for v in [*t, *f, offsets[i], *size] {
             head.extend_from_slice(&v.to_le_bytes());
         }
     }
+    head
+}
+
+/// Writes an ExtBinary file from its sections in header order (type, flags, payload):
+/// compressed if asked, laid out in `physical` order (LLVM writes some sections before
+/// others that precede them in the header).
+pub fn write_sections(
+    layout: Vec<Section>,
+    physical: &[usize],
+    compress_all: bool,
+    out: &mut impl std::io::Write,
+) -> Result<()> {
+    let compress_flag = if compress_all { flag::COMPRESS } else { 0 };
+    let sections: Vec<Section> = layout
+        .into_iter()
+        .map(|(t, f, b)| {
+            let b = if compress_all { compress(b) } else { b };
+            (t, f | compress_flag, b)
+        })
+        .collect();
+
+    let sizes: Vec<(u64, u64, u64)> = sections
+        .iter()
+        .map(|(t, f, b)| (*t, *f, b.len() as u64))
+        .collect();
+    let head = section_header(&sizes, physical);
     out.write_all(&head)?;
-    for &i in &physical {
+    for &i in physical {
         out.write_all(&sections[i].2)?;
     }
     Ok(())

@@ -37,10 +37,6 @@ struct Builder {
 
 impl Builder {
     fn add_count(&mut self, count: u64) {
-        // LLVM adds with plain (wrapping) 64-bit arithmetic.
-        self.s.total_count = self.s.total_count.wrapping_add(count);
-        self.s.max_count = self.s.max_count.max(count);
-        self.s.num_counts += 1;
         self.counts.push(count);
     }
 
@@ -62,32 +58,48 @@ impl Builder {
         }
     }
 
-    fn finish(mut self) -> Summary {
-        self.counts.sort_unstable_by(|a, b| b.cmp(a));
-        // (count, frequency) from the largest count down. LLVM's frequency is a u32.
-        let mut iter = self
-            .counts
-            .chunk_by(|a, b| a == b)
-            .map(|run| (run[0], run.len() as u32));
-        let (mut seen, mut sum, mut count) = (0u32, 0u64, 0u64);
-        for &cutoff in &DEFAULT_CUTOFFS {
-            let desired = (self.s.total_count as u128 * cutoff as u128 / 1_000_000) as u64;
-            while sum < desired {
-                let Some((c, freq)) = iter.next() else {
-                    break;
-                };
-                count = c;
-                sum = sum.wrapping_add(c.wrapping_mul(freq as u64));
-                seen = seen.wrapping_add(freq);
-            }
-            self.s.entries.push(SummaryEntry {
-                cutoff,
-                min_count: count,
-                num_counts: seen as u64,
-            });
-        }
-        self.s
+    fn finish(self) -> Summary {
+        from_counts(self.counts, self.s.max_function_count, self.s.num_functions)
     }
+}
+
+/// The summary of a profile whose line counts (every top-level and inlined body sample) are
+/// `counts`, in any order.
+pub fn from_counts(mut counts: Vec<u64>, max_function_count: u64, num_functions: u64) -> Summary {
+    let mut s = Summary {
+        max_function_count,
+        num_functions,
+        num_counts: counts.len() as u64,
+        ..Summary::default()
+    };
+    for &c in &counts {
+        // LLVM adds with plain (wrapping) 64-bit arithmetic.
+        s.total_count = s.total_count.wrapping_add(c);
+        s.max_count = s.max_count.max(c);
+    }
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    // (count, frequency) from the largest count down. LLVM's frequency is a u32.
+    let mut iter = counts
+        .chunk_by(|a, b| a == b)
+        .map(|run| (run[0], run.len() as u32));
+    let (mut seen, mut sum, mut count) = (0u32, 0u64, 0u64);
+    for &cutoff in &DEFAULT_CUTOFFS {
+        let desired = (s.total_count as u128 * cutoff as u128 / 1_000_000) as u64;
+        while sum < desired {
+            let Some((c, freq)) = iter.next() else {
+                break;
+            };
+            count = c;
+            sum = sum.wrapping_add(c.wrapping_mul(freq as u64));
+            seen = seen.wrapping_add(freq);
+        }
+        s.entries.push(SummaryEntry {
+            cutoff,
+            min_count: count,
+            num_counts: seen as u64,
+        });
+    }
+    s
 }
 
 /// The summary llvm-profdata writes for `profile`. Context-sensitive profiles are summarised
