@@ -281,14 +281,38 @@ fn add_directory(inputs: &mut Vec<WeightedInput>, dir: &Path, weight: u64) -> Re
 
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
     let mut inputs = Vec::new();
-    for p in &m.positional {
-        add_input(&mut inputs, Path::new(p), 1)?;
+    for_each_weighted_source(
+        &m.positional,
+        &m.weighted,
+        m.input_files.as_deref(),
+        parse_weighted,
+        |file, weight| add_input(&mut inputs, Path::new(file), weight),
+    )?;
+    if inputs.is_empty() {
+        return Err("no input files specified. See llvm-profdata merge -help".into());
     }
-    for w in &m.weighted {
+    Ok(inputs)
+}
+
+/// Hands `add` the inputs of `llvm-profdata merge` as (path, weight), one at a time in LLVM's
+/// order (so errors come in LLVM's order too): positional files, `--weighted-input`s, then the
+/// lines of the `-f` list (`#` comments skipped, `W,FILE` or `FILE`). `parse_weighted` reads a
+/// `W,FILE` entry.
+pub(crate) fn for_each_weighted_source(
+    positional: &[String],
+    weighted: &[String],
+    input_files: Option<&str>,
+    parse_weighted: fn(&str) -> Result<(String, u64), BoxError>,
+    mut add: impl FnMut(&str, u64) -> Result<(), BoxError>,
+) -> Result<(), BoxError> {
+    for p in positional {
+        add(p, 1)?;
+    }
+    for w in weighted {
         let (file, weight) = parse_weighted(w)?;
-        add_input(&mut inputs, Path::new(&file), weight)?;
+        add(&file, weight)?;
     }
-    if let Some(list) = &m.input_files {
+    if let Some(list) = input_files {
         let text = std::fs::read_to_string(list).map_err(|e| format!("{list}: {e}"))?;
         for line in text.split('\n').filter(|l| !l.is_empty()) {
             let entry = line.trim_matches([' ', '\t', '\x0b', '\x0c', '\r']);
@@ -300,13 +324,10 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
             } else {
                 (entry.to_string(), 1)
             };
-            add_input(&mut inputs, Path::new(&file), weight)?;
+            add(&file, weight)?;
         }
     }
-    if inputs.is_empty() {
-        return Err("no input files specified. See llvm-profdata merge -help".into());
-    }
-    Ok(inputs)
+    Ok(())
 }
 
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {

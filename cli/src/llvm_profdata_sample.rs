@@ -344,28 +344,13 @@ fn add_input(inputs: &mut Vec<Input>, path: &Path, weight: u64) -> Result<(), Bo
 
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
     let mut inputs = Vec::new();
-    for p in &m.positional {
-        add_input(&mut inputs, Path::new(p), 1)?;
-    }
-    for w in &m.weighted {
-        let (file, weight) = parse_weighted(w)?;
-        add_input(&mut inputs, Path::new(&file), weight)?;
-    }
-    if let Some(list) = &m.input_files {
-        let text = std::fs::read_to_string(list).map_err(|e| format!("{list}: {e}"))?;
-        for line in text.split('\n').filter(|l| !l.is_empty()) {
-            let entry = line.trim_matches([' ', '\t', '\x0b', '\x0c', '\r']);
-            if entry.starts_with('#') {
-                continue;
-            }
-            let (file, weight) = if entry.contains(',') {
-                parse_weighted(entry)?
-            } else {
-                (entry.to_string(), 1)
-            };
-            add_input(&mut inputs, Path::new(&file), weight)?;
-        }
-    }
+    crate::llvm_profdata::for_each_weighted_source(
+        &m.positional,
+        &m.weighted,
+        m.input_files.as_deref(),
+        parse_weighted,
+        |file, weight| add_input(&mut inputs, Path::new(file), weight),
+    )?;
     if inputs.is_empty() {
         return Err("no input files specified. See llvm-profdata merge -help".into());
     }
