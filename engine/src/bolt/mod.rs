@@ -89,7 +89,7 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
         .chain(profile.returns.iter().copied())
         .map(|a| (a, true))
         .collect();
-    profile
+    let traced = profile
         .traces
         .par_chunks(TRACES_PER_CHUNK)
         .fold(
@@ -100,8 +100,10 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
             },
         )
         .map(|(part, _)| part)
-        .reduce(|| Fdata::new(functions, None), Fdata::merge)
-        .merge_into(fdata)
+        .reduce(|| Fdata::new(functions, None), Fdata::merge);
+    fdata.branches = traced.branches;
+    fdata.stats = traced.stats;
+    fdata
 }
 
 /// fdata lines formatted per batch (in parallel chunks) before the batch is written.
@@ -157,13 +159,6 @@ impl<'f> Fdata<'f> {
         self.stats.invalid += other.stats.invalid;
         self.stats.out_of_range += other.stats.out_of_range;
         self
-    }
-
-    /// `self`'s branch records and statistics in `target` (which keeps its own settings).
-    fn merge_into(self, mut target: Self) -> Self {
-        target.branches = self.branches;
-        target.stats = self.stats;
-        target
     }
 }
 
