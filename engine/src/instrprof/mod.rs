@@ -268,31 +268,45 @@ fn decode(
     cache: &NameTableCache,
     pool: &Pool,
 ) -> Decoded {
-    let data = match load(path) {
-        Ok(d) => d,
-        Err(e) => return Decoded::failed(InputError::Io(e)),
+    match load(path) {
+        Ok(data) => decode_data(&data, weight, options, cache, pool),
+        Err(e) => Decoded::failed(InputError::Io(e)),
+    }
+}
+
+/// A raw reader for `data` with the merge's version limit and correlation.
+fn open_raw<'d>(data: &'d [u8], options: &MergeOptions) -> Result<RawReader<'d>, FormatError> {
+    let raw_options = RawOptions {
+        only_version: options.raw_version,
     };
+    let mut reader = RawReader::new(data, raw_options)?;
+    if let Some(c) = &options.correlation {
+        reader.set_correlation(c.clone())?;
+    }
+    Ok(reader)
+}
+
+/// Decodes one loaded input.
+fn decode_data(
+    data: &[u8],
+    weight: u64,
+    options: &MergeOptions,
+    cache: &NameTableCache,
+    pool: &Pool,
+) -> Decoded {
     if data.is_empty() {
         let mut d = Decoded::failed(InputError::UnrecognizedFormat);
         d.empty = true;
         return d;
     }
     let mut out = pool.take();
-    let (kind, result, binary_ids, temporal, warnings) = match detect_format(&data) {
+    let (kind, result, binary_ids, temporal, warnings) = match detect_format(data) {
         None => return Decoded::failed(InputError::UnrecognizedFormat),
         Some(Format::Raw) => {
-            let raw_options = RawOptions {
-                only_version: options.raw_version,
-            };
-            let mut reader = match RawReader::new(&data, raw_options) {
+            let mut reader = match open_raw(data, options) {
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
-            if let Some(c) = &options.correlation {
-                if let Err(e) = reader.set_correlation(c.clone()) {
-                    return Decoded::failed(InputError::Format(e));
-                }
-            }
             let result = reader.read_records_in_place(Some(cache), &mut |table, index, record| {
                 let name = match index {
                     Some(index) => {
@@ -322,7 +336,7 @@ fn decode(
             )
         }
         Some(Format::Indexed) => {
-            let reader = match IndexedReader::new(&data) {
+            let reader = match IndexedReader::new(data) {
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
@@ -342,7 +356,7 @@ fn decode(
             )
         }
         Some(Format::Text) => {
-            let mut reader = match TextReader::new(&data) {
+            let mut reader = match TextReader::new(data) {
                 Ok(r) => r,
                 Err(e) => return Decoded::failed(InputError::Format(e)),
             };
@@ -399,6 +413,15 @@ struct Context {
     slots: HashMap<usize, (Arc<NameTable>, Vec<u32>)>,
 }
 
+/// The end of one input, as [`Context::finish_input`] takes it.
+struct InputEnding<'a> {
+    vtable_names: &'a [Vec<u8>],
+    temporal: TemporalTraces,
+    final_error: Option<InputError>,
+    /// `None` when reading failed.
+    binary_ids: Option<Vec<Vec<u8>>>,
+}
+
 fn bitmap_of<'d>(decoded: &'d Decoded, record: &CompactRecord) -> &'d [u8] {
     let (start, len) = record.bitmap;
     &decoded.bitmaps[start as usize..(start + len) as usize]
@@ -414,15 +437,28 @@ impl Context {
     }
 
     fn slot(&mut self, decoded: &Decoded, name: NameRef, remapper: Option<&Remapper>) -> u32 {
-        let remap = |n: &'_ [u8]| -> Vec<u8> { remapper.map_or(n, |r| r.map(n)).to_vec() };
-        let NameRef::Table { table, index } = name else {
-            let name = decoded.name(name);
-            return match remapper {
-                None => self.writer.slot(name),
-                Some(_) => self.writer.slot(&remap(name)),
-            };
-        };
-        let table = &decoded.tables[table as usize];
+        match name {
+            NameRef::Table { table, index } => {
+                self.table_slot(&decoded.tables[table as usize], index, remapper)
+            }
+            NameRef::Arena { .. } => self.named_slot(decoded.name(name), remapper),
+        }
+    }
+
+    fn named_slot(&mut self, name: &[u8], remapper: Option<&Remapper>) -> u32 {
+        match remapper {
+            None => self.writer.slot(name),
+            Some(r) => self.writer.slot(r.map(name)),
+        }
+    }
+
+    /// The writer slot of a name table entry, resolved once per table.
+    fn table_slot(
+        &mut self,
+        table: &Arc<NameTable>,
+        index: u32,
+        remapper: Option<&Remapper>,
+    ) -> u32 {
         let key = Arc::as_ptr(table) as usize;
         let (_, slots) = self
             .slots
@@ -432,14 +468,87 @@ impl Context {
         if slot != NO_SLOT {
             return slot;
         }
-        let slot = match remapper {
-            None => self.writer.slot(table.name(index)),
-            Some(_) => self.writer.slot(&remap(table.name(index))),
-        };
+        let slot = self.named_slot(table.name(index), remapper);
         if let Some((_, slots)) = self.slots.get_mut(&key) {
             slots[index as usize] = slot;
         }
         slot
+    }
+
+    /// Loads and merges one input. Raw profiles, the common case, go from the reader straight
+    /// into the writer; the other formats through [`decode_data`] and [`Context::add`].
+    fn load_and_add(
+        &mut self,
+        input: &WeightedInput,
+        options: &MergeOptions,
+        cache: &NameTableCache,
+        pool: &Pool,
+    ) {
+        let data = match load(&input.path) {
+            Ok(d) => d,
+            Err(e) => {
+                self.errors.push((input.path.clone(), InputError::Io(e)));
+                return;
+            }
+        };
+        if !data.is_empty() && detect_format(&data) == Some(Format::Raw) {
+            return self.add_raw(input, &data, options, cache);
+        }
+        let mut d = decode_data(&data, input.weight, options, cache, pool);
+        self.add(input, &mut d, options.remapper.as_deref());
+        pool.give(d, 1);
+    }
+
+    /// [`decode_data`] then [`Context::add`] for a raw profile, without the intermediate copy.
+    fn add_raw(
+        &mut self,
+        input: &WeightedInput,
+        data: &[u8],
+        options: &MergeOptions,
+        cache: &NameTableCache,
+    ) {
+        let path = &input.path;
+        let mut reader = match open_raw(data, options) {
+            Ok(r) => r,
+            Err(e) => return self.errors.push((path.clone(), InputError::Format(e))),
+        };
+        if let Err(conflict) = self.writer.merge_kind(reader.kind()) {
+            let error = InputError::KindConflict(conflict.0);
+            return self.errors.push((path.clone(), error));
+        }
+        let remapper = options.remapper.as_deref();
+        let result = reader.read_records_in_place(Some(cache), &mut |table, index, record| {
+            let slot = match index {
+                Some(index) => self.table_slot(table, index, remapper),
+                None => self.named_slot(b"", remapper),
+            };
+            let has_values = record.values.iter().any(|s| !s.is_empty());
+            let parts = RecordParts {
+                hash: record.hash,
+                counts: &record.counts,
+                bitmap: &record.bitmap,
+                values: has_values.then_some(&mut record.values),
+            };
+            self.add_record(path, slot, parts, input.weight);
+        });
+        for warning in std::mem::take(&mut reader.warnings) {
+            self.errors
+                .push((path.clone(), InputError::Format(warning)));
+        }
+        let vtable_names = if options.keep_vtable_symbols {
+            reader.vtable_names()
+        } else {
+            Vec::new()
+        };
+        let ending = InputEnding {
+            vtable_names: &vtable_names,
+            temporal: reader.temporal_traces(input.weight),
+            binary_ids: result
+                .is_ok()
+                .then(|| std::mem::take(&mut reader.binary_ids)),
+            final_error: result.err().map(InputError::Format),
+        };
+        self.finish_input(path, ending);
     }
 
     fn add(&mut self, input: &WeightedInput, decoded: &mut Decoded, remapper: Option<&Remapper>) {
@@ -492,34 +601,52 @@ impl Context {
                 bitmap,
                 values: record.values.as_deref_mut(),
             };
-            let mut reported: Option<MergeWarning> = None;
-            let new = self.writer.add_parts(slot, parts, input.weight, &mut |w| {
-                reported.get_or_insert(w);
-            });
+            let new = self.add_record(path, slot, parts, input.weight);
             if new {
                 leftover_bitmap.clear();
             } else if record.bitmap_stated {
                 leftover_bitmap.clear();
                 leftover_bitmap.extend_from_slice(bitmap_of(decoded, record));
             }
-            if let Some(w) = reported {
-                let first = !self.seen_warnings.contains(&w);
-                if first {
-                    self.seen_warnings.push(w);
-                }
-                self.notes.push(MergeNote {
-                    path: path.clone(),
-                    function: String::from_utf8_lossy(self.writer.name_of(slot)).into_owned(),
-                    warning: w,
-                    first_of_kind: first,
-                });
-            }
         }
         records.clear();
         decoded.records = records;
+        let ending = InputEnding {
+            vtable_names: &decoded.vtable_names,
+            temporal: std::mem::take(&mut decoded.temporal),
+            final_error,
+            binary_ids: decoded.binary_ids.take(),
+        };
+        self.finish_input(path, ending);
+    }
+
+    /// Merges one record into the writer, noting LLVM's warning for it; true if it is new.
+    fn add_record(&mut self, path: &Path, slot: u32, parts: RecordParts<'_>, weight: u64) -> bool {
+        let mut reported: Option<MergeWarning> = None;
+        let new = self.writer.add_parts(slot, parts, weight, &mut |w| {
+            reported.get_or_insert(w);
+        });
+        if let Some(w) = reported {
+            let first = !self.seen_warnings.contains(&w);
+            if first {
+                self.seen_warnings.push(w);
+            }
+            self.notes.push(MergeNote {
+                path: path.to_path_buf(),
+                function: String::from_utf8_lossy(self.writer.name_of(slot)).into_owned(),
+                warning: w,
+                first_of_kind: first,
+            });
+        }
+        new
+    }
+
+    /// What `loadInput` does after an input's records: vtable names, temporal traces, then the
+    /// reader's final error or its binary ids.
+    fn finish_input(&mut self, path: &Path, ending: InputEnding<'_>) {
         // The names come from the reader's symtab, itself a `StringSet`: in its order.
         let mut seen = hashbrown::HashSet::new();
-        let distinct: Vec<&[u8]> = decoded
+        let distinct: Vec<&[u8]> = ending
             .vtable_names
             .iter()
             .map(Vec::as_slice)
@@ -528,15 +655,14 @@ impl Context {
         for name in formats::instrprof::indexed::string_map::string_set_order(&distinct) {
             self.writer.add_vtable_name(name);
         }
-        if !decoded.temporal.traces.is_empty() {
-            self.writer
-                .add_temporal_traces(std::mem::take(&mut decoded.temporal));
+        if !ending.temporal.traces.is_empty() {
+            self.writer.add_temporal_traces(ending.temporal);
         }
-        if let Some(e) = final_error {
-            self.errors.push((path.clone(), e));
+        if let Some(e) = ending.final_error {
+            self.errors.push((path.to_path_buf(), e));
             return;
         }
-        if let Some(ids) = decoded.binary_ids.take() {
+        if let Some(ids) = ending.binary_ids {
             self.writer.add_binary_ids(ids);
         }
     }
@@ -573,12 +699,61 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
     let threads = llvm_thread_count(options.llvm_threads, inputs.len());
     let num_contexts = if threads <= 1 { 1 } else { threads };
     let cache = NameTableCache::new();
+    let contexts = if num_contexts >= rayon::current_num_threads() {
+        merge_per_context(inputs, options, num_contexts, &cache)
+    } else {
+        merge_pipelined(inputs, options, num_contexts, &cache)
+    };
+    let contexts = contexts.map_err(|_| "the merging thread panicked".to_string())?;
+    let merged = reduce_contexts(contexts)?;
+    let num_errors = merged.errors.len();
+    let failed = match options.failure_mode {
+        FailureMode::Any => num_errors > 0,
+        FailureMode::All => num_errors == inputs.len(),
+        FailureMode::Warn => false,
+    };
+    Ok(MergeOutcome {
+        profile: merged.writer,
+        errors: merged.errors,
+        notes: merged.notes,
+        failed,
+    })
+}
+
+/// As many contexts as threads: each thread decodes and merges its own inputs (i mod N), in
+/// input order, the way llvm-profdata's threads do; no hand-off between threads.
+fn merge_per_context(
+    inputs: &[WeightedInput],
+    options: &MergeOptions,
+    num_contexts: usize,
+    cache: &NameTableCache,
+) -> std::thread::Result<Vec<Context>> {
+    let contexts = (0..num_contexts)
+        .into_par_iter()
+        .map(|k| {
+            let pool = Pool::default();
+            let mut context = Context::with_limits(options.temporal_limits);
+            for input in inputs.iter().skip(k).step_by(num_contexts) {
+                context.load_and_add(input, options, cache, &pool);
+            }
+            context
+        })
+        .collect();
+    Ok(contexts)
+}
+
+/// Fewer contexts than threads: inputs are decoded in parallel, a window at a time, while one
+/// thread merges the previous window in input order into context i mod N.
+fn merge_pipelined(
+    inputs: &[WeightedInput],
+    options: &MergeOptions,
+    num_contexts: usize,
+    cache: &NameTableCache,
+) -> std::thread::Result<Vec<Context>> {
     let pool = &Pool::default();
-    // Inputs are decoded in parallel, a window at a time, while one thread merges the previous
-    // window in input order: input i belongs to context i mod N, as llvm-profdata assigns them.
     let window = 2 * rayon::current_num_threads().max(1);
     let remapper = options.remapper.as_deref();
-    let contexts = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let (send, receive) = std::sync::mpsc::sync_channel::<(usize, Vec<Decoded>)>(1);
         let merger = scope.spawn(move || {
             let mut contexts: Vec<Context> = (0..num_contexts)
@@ -596,7 +771,7 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
         for (chunk_index, chunk) in inputs.chunks(window).enumerate() {
             let decoded: Vec<Decoded> = chunk
                 .par_iter()
-                .map(|input| decode(&input.path, input.weight, options, &cache, pool))
+                .map(|input| decode(&input.path, input.weight, options, cache, pool))
                 .collect();
             if send.send((chunk_index * window, decoded)).is_err() {
                 break;
@@ -604,20 +779,6 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
         }
         drop(send);
         merger.join()
-    });
-    let contexts = contexts.map_err(|_| "the merging thread panicked".to_string())?;
-    let merged = reduce_contexts(contexts)?;
-    let num_errors = merged.errors.len();
-    let failed = match options.failure_mode {
-        FailureMode::Any => num_errors > 0,
-        FailureMode::All => num_errors == inputs.len(),
-        FailureMode::Warn => false,
-    };
-    Ok(MergeOutcome {
-        profile: merged.writer,
-        errors: merged.errors,
-        notes: merged.notes,
-        failed,
     })
 }
 

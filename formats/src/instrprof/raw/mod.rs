@@ -360,13 +360,13 @@ impl<'a> RawReader<'a> {
             Some(c) => c.records[i],
             None => layout.read(&bytes, s.data + i * layout.size),
         };
-        // Addresses only matter for value data; most profiles have none.
-        let has_values =
-            (0..num_data).any(|i| record_at(i).num_value_sites.iter().any(|&n| n != 0));
-        let addresses = if has_values {
-            AddressMap::new((0..num_data).map(record_at), self.vtables(h, &s))
-        } else {
-            AddressMap::default()
+        // Addresses only matter for value data, which most profiles lack: the map is built
+        // when the first record with value sites needs it (no extra pass over the records).
+        let vtables = self.vtables(h, &s);
+        let build_addresses = || AddressMap::new((0..num_data).map(record_at), vtables.clone());
+        let addresses = LazyAddressMap {
+            map: std::cell::OnceCell::new(),
+            build: &build_addresses,
         };
         let mut ctx = ProfileCursor {
             // Correlated counter pointers are offsets into the counters section already.
@@ -447,7 +447,7 @@ impl<'a> RawReader<'a> {
         at: usize,
         s: &Sections,
         name: &[u8],
-        addresses: &AddressMap,
+        addresses: &LazyAddressMap<'_>,
         record: &mut Record,
     ) -> Result<()> {
         record.hash = d.func_hash;
@@ -462,7 +462,7 @@ impl<'a> RawReader<'a> {
             for (kind, mut sites) in block.kinds {
                 if kind == IPVK_INDIRECT_CALL_TARGET || kind == IPVK_VTABLE_TARGET {
                     for v in sites.iter_mut().flatten() {
-                        v.value = addresses.remap(kind, v.value);
+                        v.value = addresses.get().remap(kind, v.value);
                     }
                 }
                 record.values[kind].extend(sites);
@@ -864,6 +864,18 @@ struct AddressMap {
     functions: Vec<(u64, u64)>,
     /// (start, end inclusive, name hash), sorted by start.
     vtables: Vec<(u64, u64, u64)>,
+}
+
+/// The address map of one profile, built on first use.
+struct LazyAddressMap<'f> {
+    map: std::cell::OnceCell<AddressMap>,
+    build: &'f dyn Fn() -> AddressMap,
+}
+
+impl LazyAddressMap<'_> {
+    fn get(&self) -> &AddressMap {
+        self.map.get_or_init(self.build)
+    }
 }
 
 impl AddressMap {
