@@ -410,7 +410,11 @@ struct Context {
     seen_warnings: Vec<MergeWarning>,
     /// Writer slots of each name table's names, so that raw inputs of one binary resolve
     /// every name once.
-    slots: HashMap<usize, (Arc<NameTable>, Vec<u32>)>,
+    slots: Vec<(Arc<NameTable>, Vec<u32>)>,
+    /// Where each table's entry is in `slots`, by table address.
+    slot_index: HashMap<usize, usize>,
+    /// The entry of the table used last: consecutive records share their table.
+    last_slots: usize,
 }
 
 /// The end of one input, as [`Context::finish_input`] takes it.
@@ -459,20 +463,32 @@ impl Context {
         index: u32,
         remapper: Option<&Remapper>,
     ) -> u32 {
-        let key = Arc::as_ptr(table) as usize;
-        let (_, slots) = self
-            .slots
-            .entry(key)
-            .or_insert_with(|| (table.clone(), vec![NO_SLOT; table.len()]));
-        let slot = slots[index as usize];
+        let entry = self.table_entry(table);
+        let slot = self.slots[entry].1[index as usize];
         if slot != NO_SLOT {
             return slot;
         }
         let slot = self.named_slot(table.name(index), remapper);
-        if let Some((_, slots)) = self.slots.get_mut(&key) {
-            slots[index as usize] = slot;
-        }
+        self.slots[entry].1[index as usize] = slot;
         slot
+    }
+
+    /// The `slots` entry of `table`, made on first use.
+    fn table_entry(&mut self, table: &Arc<NameTable>) -> usize {
+        if self
+            .slots
+            .get(self.last_slots)
+            .is_some_and(|(t, _)| Arc::ptr_eq(t, table))
+        {
+            return self.last_slots;
+        }
+        let key = Arc::as_ptr(table) as usize;
+        let entry = *self.slot_index.entry(key).or_insert_with(|| {
+            self.slots.push((table.clone(), vec![NO_SLOT; table.len()]));
+            self.slots.len() - 1
+        });
+        self.last_slots = entry;
+        entry
     }
 
     /// Loads and merges one input. Raw profiles, the common case, go from the reader straight
