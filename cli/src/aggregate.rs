@@ -138,7 +138,7 @@ pub fn write_fdata(
     let mem = if basic || profile.mem.is_empty() {
         Vec::new()
     } else {
-        let objects = engine::bolt::memory::DataObjects::from_elf(&data);
+        let objects = engine::bolt::memory::DataObjects::from_elf(&data, &functions);
         engine::bolt::memory::symbolize(&profile.mem, &functions, &objects)
     };
     let symbolized = started.elapsed().as_secs_f64();

@@ -14,6 +14,10 @@
 //! start or turns into `HOLEat…` objects. Internal names are then replaced by content hashes
 //! (`generateSymbolHashes`): `HOLEat_<llvm hash>`.
 //!
+//! Then come the objects BOLT adds while analysing code: `sym@GOT` (8 bytes) for the GOT slot
+//! of each PLT entry, and `JUMP_TABLE/<function>.<n>` for each jump table (the n-th table the
+//! function dispatches through, sized by its entries).
+//!
 //! Before the holes are filled, every address that code references RIP-relatively and that no
 //! object contains gets a 0-sized `DATAat0x…` object (BOLT's disassembler does this in
 //! `handleAddressRef`); one at the start of a gap takes the gap (and is then hashed as
@@ -58,7 +62,7 @@ const HOLE_PREFIX: &str = "HOLEat";
 const DATA_PREFIX: &str = "DATAat";
 
 impl DataObjects {
-    pub fn from_elf(data: &[u8]) -> DataObjects {
+    pub fn from_elf(data: &[u8], functions: &Functions) -> DataObjects {
         let Ok(file) = object::File::parse(data) else {
             return DataObjects::default();
         };
@@ -75,6 +79,8 @@ impl DataObjects {
             .collect();
         let mut objects = DataObjects::default();
         objects.register_symbols(&file, &sections);
+        objects.register_plt_slots(functions);
+        objects.register_jump_tables(functions);
         objects.register_code_references(&file, &sections);
         objects.fill_holes(&sections);
         objects.name_holes(&sections);
@@ -112,6 +118,72 @@ impl DataObjects {
                 continue;
             }
             self.register(sym.address(), sym.size(), unique);
+        }
+    }
+
+    /// `createPLTBinaryFunction`: the GOT slot a PLT stub jumps through is `sym@GOT`.
+    fn register_plt_slots(&mut self, functions: &Functions) {
+        use iced_x86::{Decoder, DecoderOptions, FlowControl};
+        for f in functions.iter().filter(|f| f.is_plt) {
+            let Some(code) = functions.data_at(f.address) else {
+                continue;
+            };
+            let code = &code[..code.len().min(f.size as usize)];
+            let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
+            let slot = std::iter::from_fn(|| decoder.can_decode().then(|| decoder.decode()))
+                .take_while(|i| !i.is_invalid())
+                .find(|i| {
+                    i.flow_control() == FlowControl::IndirectBranch && i.is_ip_rel_memory_operand()
+                })
+                .map(|i| i.ip_rel_memory_address());
+            if let (Some(slot), Some(sym)) = (slot, f.name.strip_suffix("@PLT")) {
+                self.register(slot, 8, format!("{sym}@GOT"));
+            }
+        }
+    }
+
+    /// `getOrCreateJumpTable`: `JUMP_TABLE/<function>.<n>`, sized by its entries (each
+    /// bounded by the next table known in the binary).
+    fn register_jump_tables(&mut self, functions: &Functions) {
+        let per_function: Vec<(&super::functions::Function, Vec<super::indirect::Pattern>)> =
+            functions
+                .iter()
+                .filter(|f| !f.is_plt)
+                .filter_map(|f| {
+                    let d = super::cfg::disassemble(functions, f).ok()?;
+                    let patterns: Vec<_> = d.table_patterns().collect();
+                    (!patterns.is_empty()).then_some((f, patterns))
+                })
+                .collect();
+        let known: std::collections::BTreeSet<u64> = per_function
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|t| t.address))
+            .collect();
+        for (f, patterns) in per_function {
+            let mut ids: Vec<u64> = Vec::new();
+            for p in patterns {
+                if ids.contains(&p.address) {
+                    continue;
+                }
+                let limit = known
+                    .range(p.address + 1..)
+                    .next()
+                    .copied()
+                    .unwrap_or(u64::MAX);
+                let entries = super::indirect::entries(functions, f, p, limit, None).len() as u64;
+                let size = entries * if p.pic { 4 } else { 8 };
+                let name = format!("JUMP_TABLE/{}.{}", f.name, ids.len());
+                ids.push(p.address);
+                match self.objects.get_mut(&p.address) {
+                    Some(o) if o.size == 0 => {
+                        o.size = size;
+                        o.name = name;
+                        self.update_nesting(p.address);
+                    }
+                    Some(_) => {}
+                    None => self.register(p.address, size, name),
+                }
+            }
         }
     }
 
