@@ -306,3 +306,49 @@ fn perf2bolt_command_and_basic_mode() {
     let basic = fdata_matching_perf2bolt_22(&bin, &capture, true, dir.path());
     assert!(mem_lines(&basic).is_empty());
 }
+
+/// `profmill merge-fdata` over perf2bolt profiles with memory lines (the same lines in several
+/// files, with different counts) equals LLVM 22 `merge-fdata`.
+#[test]
+fn merge_fdata_sums_memory_lines_like_merge_fdata() {
+    const MERGE_FDATA_22: &str = "/usr/lib/llvm-22/bin/merge-fdata";
+    if !tools_present("clang-19") || !have_tool(MERGE_FDATA_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = build(
+        dir.path(),
+        "clang-19",
+        "app",
+        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
+        &["-no-pie"],
+    );
+    let profiles: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let capture = dir.path().join(format!("c{i}.perf.data"));
+            write_capture(&capture, &mem_spec(&bin, true, 20 + i));
+            let out = dir.path().join(format!("p{i}.fdata"));
+            perf2bolt_fdata(PERF2BOLT_22, &bin, &capture, &[], &out);
+            out
+        })
+        .collect();
+    let theirs = dir.path().join("theirs.fdata");
+    run_ok(
+        Command::new(MERGE_FDATA_22)
+            .args(&profiles)
+            .arg("-o")
+            .arg(&theirs),
+    );
+    let ours = dir.path().join("ours.fdata");
+    run_ok(
+        profmill()
+            .arg("merge-fdata")
+            .args(&profiles)
+            .arg("-o")
+            .arg(&ours),
+    );
+    let theirs = sorted_lines(&std::fs::read(&theirs).unwrap());
+    let ours = sorted_lines(&std::fs::read(&ours).unwrap());
+    assert!(mem_lines(&theirs).len() > 100);
+    assert_same_lines(&ours, &theirs, "merge-fdata with memory lines");
+}
