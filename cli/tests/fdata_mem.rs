@@ -231,6 +231,32 @@ fn cpp_globals_non_pie() {
     }
 }
 
+/// A relocation-mode link (`-Wl,-q`) keeps section symbols, which BOLT makes `.<section>/1`
+/// objects (taking the gap after them), and `.L` labels, which it names `PG.L…/N`.
+#[test]
+fn emit_relocs_section_symbols_and_local_labels() {
+    for compiler in ["clang-19", "gcc"] {
+        if !tools_present(compiler) {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let flags = ["-no-pie", "-Wl,-q"];
+        let bin = build(
+            dir.path(),
+            compiler,
+            "app",
+            &[("m.c", MAIN_C), ("o.c", OTHER_C)],
+            &flags,
+        );
+        let mem = assert_mem_matches(&bin, &mem_spec(&bin, true, 17), dir.path());
+        assert!(
+            mem.iter()
+                .any(|l| l.contains(" 4 .rodata/1 ") || l.contains(" 4 .eh_frame/1 ")),
+            "{compiler}: {mem:#?}"
+        );
+    }
+}
+
 /// perf2bolt adjusts a relocatable binary's data addresses but not the PCs of memory samples,
 /// so the PCs (runtime addresses) fall in no function and every sample is dropped. We do the
 /// same; the branch lines still match.

@@ -8,8 +8,9 @@
 //! * lines are written after all branch lines, and only for branch (LBR) profiles.
 //!
 //! BOLT's data objects (`BinaryContext::BinaryDataMap`) are every symbol of an allocated
-//! section (functions included; locals named `name/N`; the first symbol at an address names
-//! the object), nested by containment, plus the gaps between top-level objects of each
+//! section (functions included; locals named `name/N`, `.L` labels `PG.L…/N`, section symbols
+//! of relocation-mode links `.<section>/N`; the first symbol at an address names the object),
+//! nested by containment, plus the gaps between top-level objects of each
 //! allocated section, which `fixBinaryDataHoles` either gives to a 0-sized symbol at the gap's
 //! start or turns into `HOLEat…` objects. Internal names are then replaced by content hashes
 //! (`generateSymbolHashes`): `HOLEat_<llvm hash>`.
@@ -18,7 +19,8 @@
 //! of each PLT entry, and `JUMP_TABLE/<function>.<n>` for each jump table (the n-th table the
 //! function dispatches through, sized by its entries).
 //!
-//! Before the holes are filled, every address that code references RIP-relatively and that no
+//! In relocation mode, targets of absolute relocations against section symbols that no object
+//! contains become 0-sized `SYMBOLat0x…` objects. Before the holes are filled, every address that code references RIP-relatively and that no
 //! object contains gets a 0-sized `DATAat0x…` object (BOLT's disassembler does this in
 //! `handleAddressRef`); one at the start of a gap takes the gap (and is then hashed as
 //! `DATAat_<hash>`), one inside a gap only names its own address.
@@ -60,6 +62,7 @@ struct Section<'d> {
 
 const HOLE_PREFIX: &str = "HOLEat";
 const DATA_PREFIX: &str = "DATAat";
+const SYMBOL_PREFIX: &str = "SYMBOLat";
 
 impl DataObjects {
     pub fn from_elf(data: &[u8], functions: &Functions) -> DataObjects {
@@ -81,6 +84,7 @@ impl DataObjects {
         objects.register_symbols(&file, &sections);
         objects.register_plt_slots(functions);
         objects.register_jump_tables(functions);
+        objects.register_relocation_targets(&file, &sections);
         objects.register_code_references(&file, &sections);
         objects.fill_holes(&sections);
         objects.name_holes(&sections);
@@ -95,22 +99,42 @@ impl DataObjects {
                 .iter()
                 .any(|s| a >= s.address && a < s.address + s.size)
         };
-        let mut symbols: Vec<_> = file
+        // Section symbols (only relocation-mode links keep them) name their section.
+        let name_of = |s: &object::Symbol| -> Option<String> {
+            if s.kind() == SymbolKind::Section {
+                let section = file.section_by_index(s.section_index()?).ok()?;
+                return section.name().ok().map(str::to_owned);
+            }
+            s.name().ok().map(str::to_owned)
+        };
+        let mut symbols: Vec<(object::Symbol, String)> = file
             .symbols()
-            .filter(|s| {
-                !s.is_undefined()
-                    && !matches!(s.kind(), SymbolKind::File | SymbolKind::Section)
-                    && s.name().is_ok_and(|n| !n.is_empty())
+            .filter(|s| !s.is_undefined() && s.kind() != SymbolKind::File)
+            .filter_map(|s| {
+                let name = name_of(&s).filter(|n| !n.is_empty())?;
+                Some((s, name))
             })
             .collect();
-        symbols.sort_by_key(|s| (s.address(), s.kind() != SymbolKind::Text));
+        // Address order; at one address functions first and section symbols last.
+        symbols.sort_by_key(|(s, _)| {
+            (
+                s.address(),
+                s.kind() != SymbolKind::Text,
+                s.kind() == SymbolKind::Section,
+            )
+        });
         let mut local_counts: HashMap<String, u32> = HashMap::new();
-        for sym in symbols {
-            let name = sym.name().unwrap_or_default();
+        for (sym, name) in symbols {
             let unique = if sym.is_global() || sym.is_weak() {
-                name.to_owned()
+                name
             } else {
-                let n = local_counts.entry(name.to_owned()).or_default();
+                // Assembler-local labels kept by the link are "globalized" with a PG prefix.
+                let name = if name.starts_with(".L") {
+                    format!("PG{name}")
+                } else {
+                    name
+                };
+                let n = local_counts.entry(name.clone()).or_default();
                 *n += 1;
                 format!("{name}/{n}")
             };
@@ -183,6 +207,42 @@ impl DataObjects {
                     Some(_) => {}
                     None => self.register(p.address, size, name),
                 }
+            }
+        }
+    }
+
+    /// Relocation mode (`-Wl,-q`): an absolute 64-bit relocation against a section symbol
+    /// points at `section + addend`; BOLT names such targets that no object contains
+    /// `SYMBOLat0x…` (0-sized).
+    fn register_relocation_targets(&mut self, file: &object::File, sections: &[Section]) {
+        let in_data = |a: u64| {
+            sections
+                .iter()
+                .any(|s| a >= s.address && a - s.address < s.size && !s.executable)
+        };
+        let mut targets = Vec::new();
+        for section in file.sections() {
+            for (_, reloc) in section.relocations() {
+                let object::RelocationFlags::Elf { r_type } = reloc.flags() else {
+                    continue;
+                };
+                let object::RelocationTarget::Symbol(idx) = reloc.target() else {
+                    continue;
+                };
+                let Ok(sym) = file.symbol_by_index(idx) else {
+                    continue;
+                };
+                if r_type != object::elf::R_X86_64_64 || sym.kind() != SymbolKind::Section {
+                    continue;
+                }
+                targets.push(sym.address().wrapping_add(reloc.addend() as u64));
+            }
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        for t in targets {
+            if in_data(t) && self.containing(t).is_none() {
+                self.register(t, 0, format!("{SYMBOL_PREFIX}0x{t:x}"));
             }
         }
     }
@@ -288,7 +348,8 @@ impl DataObjects {
             let mut holes = Vec::new();
             let mut covered = s.address;
             for (&a, o) in self.objects.range(s.address..end) {
-                let internal_mark = o.size == 0 && o.name.starts_with(DATA_PREFIX);
+                let internal_mark = o.size == 0
+                    && (o.name.starts_with(DATA_PREFIX) || o.name.starts_with(SYMBOL_PREFIX));
                 if o.parent.is_some() || internal_mark {
                     continue;
                 }
@@ -318,7 +379,9 @@ impl DataObjects {
     fn name_holes(&mut self, sections: &[Section]) {
         let mut taken: hashbrown::HashSet<String> = hashbrown::HashSet::new();
         for (&a, o) in self.objects.iter_mut() {
-            let internal = o.name.starts_with(HOLE_PREFIX) || o.name.starts_with(DATA_PREFIX);
+            let internal = [HOLE_PREFIX, DATA_PREFIX, SYMBOL_PREFIX]
+                .iter()
+                .any(|p| o.name.starts_with(p));
             if !internal || o.size == 0 {
                 continue;
             }
