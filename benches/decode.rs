@@ -27,6 +27,7 @@ fn capture(dir: &Path, mib: u64) -> (std::path::PathBuf, std::path::PathBuf) {
         compress: false,
         attr_size: corpus::ATTR_SIZE,
         seed: 3,
+        mem_loads: None,
     };
     let path = dir.join("bench.perf.data");
     corpus::write_lbr_capture(&spec, &mut std::fs::File::create(&path).unwrap()).unwrap();

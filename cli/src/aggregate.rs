@@ -134,8 +134,18 @@ pub fn write_fdata(
     let functions = Functions::from_elf(binary, &data)?;
     let loaded = started.elapsed().as_secs_f64();
     let fdata = symbolize(profile, &functions, basic);
+    // perf2bolt writes memory lines after the branch lines, and only in branch mode.
+    let mem = if basic || profile.mem.is_empty() {
+        Vec::new()
+    } else {
+        let objects = engine::bolt::memory::DataObjects::from_elf(&data, &functions);
+        engine::bolt::memory::symbolize(&profile.mem, &functions, &objects)
+    };
     let symbolized = started.elapsed().as_secs_f64();
-    write_atomically(path, |out| fdata.write(out))?;
+    write_atomically(path, |out| {
+        fdata.write(out)?;
+        engine::bolt::memory::write(&mem, out)
+    })?;
     eprintln!(
         "profmill: {}: functions {loaded:.2} s, symbolized {:.2} s, written {:.2} s",
         binary.display(),

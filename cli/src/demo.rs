@@ -33,6 +33,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         compress: false,
         attr_size: corpus::ATTR_SIZE,
         seed: 1,
+        mem_loads: None,
     };
     let stats = corpus::write_lbr_capture(
         &spec,

@@ -3,7 +3,8 @@
 //! OUT may be `-null` to measure generation without file I/O.
 //!
 //! usage: gen_lbr OUT.perf.data TARGET_MB [--compress] [--depth N] [--stacks N]
-//!        [--processes N] [--kernel PCT] [--seed N] [--attr-size N] BINARY[@0xBASE]...
+//!        [--processes N] [--kernel PCT] [--seed N] [--attr-size N]
+//!        [--mem-loads INTERVAL] [--mem-no-addr] BINARY[@0xBASE]...
 
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ fn main() -> std::io::Result<()> {
         compress: false,
         attr_size: corpus::ATTR_SIZE,
         seed: 1,
+        mem_loads: None,
     };
     while let Some(a) = args.next() {
         let mut num = |name: &str| -> u64 { args.next().and_then(|v| v.parse().ok()).expect(name) };
@@ -37,6 +39,15 @@ fn main() -> std::io::Result<()> {
             "--kernel" => spec.kernel_fraction_percent = num("--kernel") as u32,
             "--seed" => spec.seed = num("--seed"),
             "--attr-size" => spec.attr_size = num("--attr-size"),
+            "--mem-loads" => {
+                let interval = num("--mem-loads") as u32;
+                spec.mem_loads.get_or_insert_with(Default::default).interval = interval;
+            }
+            "--mem-no-addr" => {
+                spec.mem_loads
+                    .get_or_insert_with(Default::default)
+                    .with_addr = false;
+            }
             bin => {
                 let (path, base) = match bin.split_once('@') {
                     Some((p, b)) => (

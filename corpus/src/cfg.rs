@@ -84,6 +84,9 @@ pub struct BinaryCode {
     /// Sorted instruction indices that are targets of direct branches; a
     /// stand-in for jump-table destinations inside a function.
     pub(crate) jump_targets: Vec<u32>,
+    /// Addresses of the instructions (outside the PLT) that read memory:
+    /// where a `mem-loads` sample can fire.
+    pub(crate) loads: Vec<u64>,
 }
 
 /// Section names whose contents are PLT stubs (lazy, IBT and GOT-only flavours).
@@ -130,6 +133,7 @@ impl BinaryCode {
             hot: Vec::new(),
             call_returns: Vec::new(),
             jump_targets: Vec::new(),
+            loads: Vec::new(),
         };
         if code.segments.is_empty() {
             return Err(bad(format!(
@@ -164,10 +168,14 @@ impl BinaryCode {
         let first = self.insns.len() as u32;
         let mut decoder = Decoder::with_ip(64, bytes, region.start, DecoderOptions::NONE);
         let mut ins = Instruction::default();
+        let mut info = iced_x86::InstructionInfoFactory::new();
         while decoder.can_decode() {
             decoder.decode_out(&mut ins);
             if ins.is_invalid() {
                 break;
+            }
+            if !region.plt && reads_memory(&ins, &mut info) {
+                self.loads.push(ins.ip());
             }
             self.insns.push(Insn {
                 addr: ins.ip(),
@@ -316,6 +324,21 @@ fn classify(ins: &Instruction) -> Flow {
         FlowControl::Interrupt if ins.code() != Code::Int3 => Flow::Next,
         _ => Flow::Stop,
     }
+}
+
+/// A load from memory: an explicit memory operand that is not an address
+/// computation (`lea`), a hint (`nop`, `prefetch`) or a plain store.
+fn reads_memory(ins: &Instruction, factory: &mut iced_x86::InstructionInfoFactory) -> bool {
+    use iced_x86::OpAccess;
+    if !ins.op_kinds().any(|k| k == OpKind::Memory) {
+        return false;
+    }
+    factory.info(ins).used_memory().iter().any(|m| {
+        matches!(
+            m.access(),
+            OpAccess::Read | OpAccess::ReadWrite | OpAccess::CondRead | OpAccess::ReadCondWrite
+        )
+    })
 }
 
 /// Fisher-Yates with our own PRNG, for a reproducible order.

@@ -10,6 +10,7 @@
 mod cfg;
 pub mod fdata;
 pub mod instrprof;
+mod mem;
 mod perf_writer;
 pub mod raw_v11;
 mod rng;
@@ -21,6 +22,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 pub use cfg::build_id_of;
+pub use mem::{
+    perf_script_mem_line, MemDraw, MemLoadSpec, MEM_LOADS_CONFIG, MEM_LOADS_EVENT, UNMAPPED_PID,
+};
 pub use perf_writer::{ATTR_SIZE, MAX_LBR_DEPTH, SAMPLE_PERIOD};
 pub use walk::KERNEL_TEXT_START;
 
@@ -76,6 +80,9 @@ pub struct LbrCaptureSpec {
     /// what perf 6.1 reads) or e.g. 136 (VER8, which perf 6.1 refuses).
     pub attr_size: u64,
     pub seed: u64,
+    /// Adds a second event, `mem-loads`, whose samples are interleaved with
+    /// the LBR ones; both events then carry IDENTIFIER and EVENT_DESC names.
+    pub mem_loads: Option<MemLoadSpec>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,6 +91,8 @@ pub struct CaptureStats {
     /// Total bytes written (the whole file).
     pub bytes: u64,
     pub branch_entries: u64,
+    /// mem-loads samples (included in `samples`).
+    pub mem_samples: u64,
 }
 
 /// One LBR entry, as stored in a SAMPLE record.
@@ -174,7 +183,15 @@ pub struct PreparedCapture {
     /// Newest entry first. User-only stacks first, then the kernel ones.
     stacks: Vec<Vec<BranchEntry>>,
     user_stacks: usize,
+    /// With `mem_loads`: the pool memory samples are drawn from.
+    mem_pool: Vec<MemDraw>,
 }
+
+/// Event ids of a two-event capture (the LBR event leads and tracks side-band records).
+const LBR_EVENT_ID: u64 = 0x4d01;
+const MEM_EVENT_ID: u64 = 0x4d02;
+/// PERF_RECORD_MISC_EXACT_IP: precise (PEBS) samples carry it.
+const MISC_EXACT_IP: u16 = 1 << 14;
 
 /// Loads the binaries and generates the stack pool.
 pub fn prepare_capture(spec: &LbrCaptureSpec) -> io::Result<PreparedCapture> {
@@ -196,12 +213,25 @@ pub fn prepare_capture(spec: &LbrCaptureSpec) -> io::Result<PreparedCapture> {
     let biases: Vec<u64> = placements.iter().map(|p| p.bias).collect();
     let user_stacks = user_stack_count(spec.distinct_stacks as usize, spec.kernel_fraction_percent);
     let stacks = generate_pool(spec, &codes, &biases, user_stacks)?;
+    let mem_pool = match &spec.mem_loads {
+        Some(m) => {
+            let layouts = spec
+                .binaries
+                .iter()
+                .map(|b| mem::DataLayout::load(&b.path))
+                .collect::<io::Result<Vec<_>>>()?;
+            let mut rng = Rng::fork(spec.seed, 0x3E3_10AD);
+            mem::draw_pool(m, &codes, &layouts, &biases, &mut rng)?
+        }
+        None => Vec::new(),
+    };
     Ok(PreparedCapture {
         spec: spec.clone(),
         codes,
         placements,
         stacks,
         user_stacks,
+        mem_pool,
     })
 }
 
@@ -240,6 +270,30 @@ impl PreparedCapture {
             .collect()
     }
 
+    /// The memory samples a capture with `mem_loads` emits after its first
+    /// `lbr_samples` LBR samples, in file order, as (pid, pc, data address).
+    pub fn mem_samples(&self, lbr_samples: u64) -> Vec<(u32, u64, u64)> {
+        let mut schedule = self.schedule();
+        let mut draws = self.mem_schedule();
+        (0..lbr_samples)
+            .filter_map(|_| {
+                let lbr = schedule.next()?;
+                let m = draws.as_mut()?.next(lbr.pid)?;
+                Some((m.0, m.1.pc, m.1.addr))
+            })
+            .collect()
+    }
+
+    fn mem_schedule(&self) -> Option<MemSchedule<'_>> {
+        let spec = self.spec.mem_loads.as_ref()?;
+        Some(MemSchedule {
+            pool: &self.mem_pool,
+            interval: spec.interval.max(1),
+            since: 0,
+            rng: Rng::fork(self.spec.seed, 0x3E3_5C4E),
+        })
+    }
+
     /// The samples the capture will contain, in file order (the writer stops
     /// drawing once the target size is reached).
     pub fn schedule(&self) -> SampleSchedule {
@@ -268,54 +322,152 @@ impl PreparedCapture {
     pub fn write<W: Write + Seek>(&self, out: &mut W) -> io::Result<CaptureStats> {
         let start = out.stream_position()?;
         let attr_size = self.spec.attr_size;
+        let events = self.events();
         let mut header = FileHeader {
             attr_size,
             data_size: 0,
             features: Vec::new(),
+            events: events.len().max(1) as u64,
         };
         // Placeholder: rewritten once the data size is known.
         out.write_all(&header.encode())?;
-        out.write_all(&perf_writer::attr_entry(attr_size))?;
+        if events.is_empty() {
+            out.write_all(&perf_writer::attr_entry(attr_size))?;
+        } else {
+            out.write_all(&perf_writer::event_attr_entries(attr_size, &events))?;
+        }
+        let data_offset = if events.is_empty() {
+            perf_writer::data_offset(attr_size)
+        } else {
+            perf_writer::multi_data_offset(attr_size, events.len() as u64)
+        };
 
         let mut sink = DataSink::new(out, self.spec.compress)?;
         self.write_side_band(&mut sink)?;
-        let samples = self.write_samples(&mut sink)?;
+        let (samples, mem_samples) = if events.is_empty() {
+            (self.write_samples(&mut sink)?, 0)
+        } else {
+            self.write_samples_with_mem(&mut sink)?
+        };
         let (data_size, ratio) = sink.finish()?;
 
         header.data_size = data_size;
-        let features = self.feature_sections(ratio);
+        let features = self.feature_sections(ratio, &events);
         header.features = features.iter().map(|(bit, _)| *bit).collect();
-        let features_len = write_features(
-            out,
-            start + perf_writer::data_offset(attr_size) + data_size,
-            &features,
-        )?;
+        let features_len = write_features(out, start + data_offset + data_size, &features)?;
         let end = out.stream_position()?;
         out.seek(SeekFrom::Start(start))?;
         out.write_all(&header.encode())?;
         out.seek(SeekFrom::Start(end))?;
-        debug_assert_eq!(
-            end - start,
-            perf_writer::data_offset(attr_size) + data_size + features_len
-        );
+        debug_assert_eq!(end - start, data_offset + data_size + features_len);
         Ok(CaptureStats {
-            samples,
+            samples: samples + mem_samples,
             bytes: end - start,
             branch_entries: samples * u64::from(self.spec.lbr_depth),
+            mem_samples,
         })
+    }
+
+    /// The events of a two-event capture (empty for the classic single LBR event).
+    fn events(&self) -> Vec<perf_writer::EventSpec> {
+        use perf_writer::*;
+        let Some(mem) = &self.spec.mem_loads else {
+            return Vec::new();
+        };
+        // `perf record -j any` gives every event a branch stack, and `-d` gives
+        // every event ADDR: a real two-event capture has both on both events.
+        let addr = if mem.with_addr { SAMPLE_ADDR } else { 0 };
+        let common = SAMPLE_IDENTIFIER
+            | SAMPLE_IP
+            | SAMPLE_TID
+            | SAMPLE_TIME
+            | addr
+            | SAMPLE_PERIOD_BIT
+            | SAMPLE_BRANCH_STACK;
+        vec![
+            EventSpec {
+                type_: 0, // PERF_TYPE_HARDWARE, cycles
+                config: 0,
+                config1: 0,
+                sample_type: common,
+                branch_sample_type: 1 << 3, // any
+                precise_ip: 0,
+                tracking: true,
+                id: LBR_EVENT_ID,
+                name: "cycles".into(),
+            },
+            EventSpec {
+                type_: 4, // the core PMU (PERF_TYPE_RAW)
+                config: MEM_LOADS_CONFIG,
+                config1: 30, // ldlat
+                sample_type: common | SAMPLE_WEIGHT | SAMPLE_DATA_SRC,
+                branch_sample_type: 1 << 3,
+                precise_ip: 3,
+                tracking: false,
+                id: MEM_EVENT_ID,
+                name: mem.event_name.clone(),
+            },
+        ]
+    }
+
+    /// LBR samples led by their IDENTIFIER, with memory samples interleaved.
+    fn write_samples_with_mem<W: Write>(
+        &self,
+        sink: &mut DataSink<'_, W>,
+    ) -> io::Result<(u64, u64)> {
+        let stride = 8 + 24 * self.spec.lbr_depth as usize;
+        let tails = serialize_stacks(&self.stacks, stride);
+        let with_addr = self.spec.mem_loads.as_ref().is_some_and(|m| m.with_addr);
+        let mut schedule = self.schedule();
+        let mut mem = self.mem_schedule().expect("mem_loads is set");
+        let (mut samples, mut mem_samples) = (0, 0);
+        while sink.data_len() < self.spec.target_bytes {
+            let draw = schedule.next().expect("schedule is endless");
+            let (misc, ip) = sample_ip(&self.stacks[draw.stack]);
+            let tail = &tails[draw.stack * stride..][..stride];
+            let mut fields = vec![LBR_EVENT_ID, ip, perf_writer::tid_word(draw.pid), draw.time];
+            if with_addr {
+                fields.push(0); // the kernel's ADDR of a non-memory event
+            }
+            fields.push(SAMPLE_PERIOD);
+            let record = perf_writer::sample_record(misc, &fields, &[]);
+            let size = (record.len() + tail.len()) as u16;
+            let mut head = record;
+            head[6..8].copy_from_slice(&size.to_le_bytes());
+            sink.sample(&head, tail)?;
+            samples += 1;
+            if let Some((pid, m)) = mem.next(draw.pid) {
+                let mut fields = vec![MEM_EVENT_ID, m.pc, perf_writer::tid_word(pid)];
+                fields.push(draw.time + 1);
+                if with_addr {
+                    fields.push(m.addr);
+                }
+                fields.push(SAMPLE_PERIOD);
+                // The load's LBR snapshot (the same stack), then weight (load
+                // latency) and data_src (unknown).
+                let mut after = tail.to_vec();
+                after.extend_from_slice(&(30 + (m.addr & 0x3f)).to_le_bytes());
+                after.extend_from_slice(&0u64.to_le_bytes());
+                let misc = perf_writer::MISC_USER | MISC_EXACT_IP;
+                sink.sample(&perf_writer::sample_record(misc, &fields, &after), &[])?;
+                mem_samples += 1;
+            }
+        }
+        Ok((samples, mem_samples))
     }
 
     /// COMM (exec) then one MMAP2 per executable segment of every binary,
     /// for each process, before any sample.
     fn write_side_band<W: Write>(&self, sink: &mut DataSink<'_, W>) -> io::Result<()> {
         let comm = comm_name(&self.spec.binaries[0].path);
+        let id = self.spec.mem_loads.as_ref().map(|_| LBR_EVENT_ID);
         let mut time = TIME_START;
         for p in 0..self.spec.processes {
             let pid = FIRST_PID + p;
-            sink.side_band(&perf_writer::comm_record(pid, &comm, time))?;
+            sink.side_band(&perf_writer::comm_record(pid, &comm, time, id))?;
             time += SIDE_BAND_STEP;
             for m in self.placements.iter().flat_map(|pl| &pl.mmaps) {
-                sink.side_band(&perf_writer::mmap2_record(pid, m, time))?;
+                sink.side_band(&perf_writer::mmap2_record(pid, m, time, id))?;
                 time += SIDE_BAND_STEP;
             }
         }
@@ -345,7 +497,11 @@ impl PreparedCapture {
     /// HEADER_BRANCH_STACK flag (makes `perf report` default to branch mode)
     /// and, for compressed captures, HEADER_COMPRESSED, which perf needs to
     /// size its decompression buffers. perf 6.1 needs nothing else.
-    fn feature_sections(&self, ratio: u32) -> Vec<(u32, Vec<u8>)> {
+    fn feature_sections(
+        &self,
+        ratio: u32,
+        events: &[perf_writer::EventSpec],
+    ) -> Vec<(u32, Vec<u8>)> {
         let ids: Vec<(&[u8], &str)> = self
             .codes
             .iter()
@@ -359,6 +515,10 @@ impl PreparedCapture {
             ),
             (perf_writer::FEAT_BRANCH_STACK, Vec::new()),
         ];
+        if !events.is_empty() {
+            let desc = perf_writer::event_desc_feature(self.spec.attr_size, events);
+            features.insert(1, (perf_writer::FEAT_EVENT_DESC, desc));
+        }
         if self.spec.compress {
             features.push((
                 perf_writer::FEAT_COMPRESSED,
@@ -366,6 +526,28 @@ impl PreparedCapture {
             ));
         }
         features
+    }
+}
+
+/// Which memory sample follows which LBR sample: one after every `interval`.
+struct MemSchedule<'p> {
+    pool: &'p [MemDraw],
+    interval: u32,
+    since: u32,
+    rng: Rng,
+}
+
+impl MemSchedule<'_> {
+    /// Called once per LBR sample (of process `pid`); returns the memory
+    /// sample to emit after it, with its pid.
+    fn next(&mut self, pid: u32) -> Option<(u32, MemDraw)> {
+        self.since += 1;
+        if self.since < self.interval {
+            return None;
+        }
+        self.since = 0;
+        let m = self.pool[self.rng.skewed(self.pool.len(), 2)];
+        Some((if m.unmapped_pid { UNMAPPED_PID } else { pid }, m))
     }
 }
 

@@ -20,6 +20,11 @@ pub fn data_offset(attr_size: u64) -> u64 {
     HEADER_SIZE + attr_entry_size(attr_size)
 }
 
+/// With several events: the header, their ids (one u64 each), the attrs entries, then data.
+pub fn multi_data_offset(attr_size: u64, events: u64) -> u64 {
+    HEADER_SIZE + 8 * events + events * attr_entry_size(attr_size)
+}
+
 const RECORD_COMM: u32 = 3;
 const RECORD_SAMPLE: u32 = 9;
 const RECORD_MMAP2: u32 = 10;
@@ -108,6 +113,9 @@ pub struct FileHeader {
     pub data_size: u64,
     /// Feature bits present, ascending.
     pub features: Vec<u32>,
+    /// Number of attrs; with more than one, an ids block precedes them (see
+    /// [`multi_data_offset`]).
+    pub events: u64,
 }
 
 impl FileHeader {
@@ -118,9 +126,17 @@ impl FileHeader {
         }
         let mut r = Rec::default();
         let entry_size = attr_entry_size(self.attr_size);
+        let (attrs_at, data_at) = if self.events > 1 {
+            (
+                HEADER_SIZE + 8 * self.events,
+                multi_data_offset(self.attr_size, self.events),
+            )
+        } else {
+            (HEADER_SIZE, data_offset(self.attr_size))
+        };
         r.bytes(b"PERFILE2").u64(HEADER_SIZE).u64(entry_size);
-        r.u64(HEADER_SIZE).u64(entry_size); // attrs
-        r.u64(data_offset(self.attr_size)).u64(self.data_size); // data
+        r.u64(attrs_at).u64(entry_size * self.events.max(1)); // attrs
+        r.u64(data_at).u64(self.data_size); // data
         r.u64(0).u64(0); // event_types (legacy)
         for word in bitmap {
             r.u64(word);
@@ -165,16 +181,110 @@ pub fn attr_entry(attr_size: u64) -> Vec<u8> {
     r.0
 }
 
-fn sample_id(r: &mut Rec, pid: u32, time: u64) {
+/// The `sample_id_all` trailer: tid, time and, in multi-event captures, the
+/// IDENTIFIER of the event the record belongs to.
+fn sample_id(r: &mut Rec, pid: u32, time: u64, id: Option<u64>) {
     r.u32(pid).u32(pid).u64(time);
+    if let Some(id) = id {
+        r.u64(id);
+    }
 }
 
 /// COMM with the exec flag, as the kernel emits after `execve`.
-pub fn comm_record(pid: u32, comm: &str, time: u64) -> Vec<u8> {
+pub fn comm_record(pid: u32, comm: &str, time: u64, id: Option<u64>) -> Vec<u8> {
     let mut r = Rec::header(RECORD_COMM, MISC_USER | MISC_COMM_EXEC);
     r.u32(pid).u32(pid).padded_str(comm, 8);
-    sample_id(&mut r, pid, time);
+    sample_id(&mut r, pid, time, id);
     r.finish()
+}
+
+/// One event of a multi-event capture (every one carries IDENTIFIER).
+#[derive(Clone, Debug)]
+pub struct EventSpec {
+    pub type_: u32,
+    pub config: u64,
+    pub config1: u64,
+    pub sample_type: u64,
+    pub branch_sample_type: u64,
+    /// `precise_ip` (the `P` modifier asks for the maximum, 3).
+    pub precise_ip: u64,
+    /// The leader also tracks mmap/comm/task side-band records.
+    pub tracking: bool,
+    pub id: u64,
+    /// The name `perf record` stores in EVENT_DESC.
+    pub name: String,
+}
+
+pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+pub const SAMPLE_IP: u64 = 1;
+pub const SAMPLE_TID: u64 = 1 << 1;
+pub const SAMPLE_TIME: u64 = 1 << 2;
+pub const SAMPLE_ADDR: u64 = 1 << 3;
+pub const SAMPLE_PERIOD_BIT: u64 = 1 << 8;
+pub const SAMPLE_BRANCH_STACK: u64 = 1 << 11;
+pub const SAMPLE_WEIGHT: u64 = 1 << 14;
+pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
+pub const FEAT_EVENT_DESC: u32 = 12;
+
+/// A `perf_event_attr` of `attr_size` bytes for one event of a multi-event capture.
+pub fn event_attr(attr_size: u64, e: &EventSpec) -> Vec<u8> {
+    let mut bits: Vec<u32> = vec![0, 1, 12, 18, 20]; // disabled inherit enable_on_exec sample_id_all exclude_guest
+    if e.tracking {
+        bits.extend([8, 9, 13, 23, 24]); // mmap comm task mmap2 comm_exec
+    }
+    let flags = bits.iter().fold(0u64, |acc, b| acc | (1 << b)) | (e.precise_ip << 15);
+    let mut r = Rec::default();
+    r.u32(e.type_).u32(attr_size as u32);
+    r.u64(e.config).u64(SAMPLE_PERIOD).u64(e.sample_type);
+    r.u64(0).u64(flags); // read_format
+    r.u32(0).u32(0); // wakeup_events, bp_type
+    r.u64(e.config1).u64(0); // config1 (ldlat for mem-loads), config2
+    r.u64(e.branch_sample_type);
+    r.0.resize(attr_size as usize, 0);
+    r.0
+}
+
+/// The attrs entries of a multi-event capture, whose ids block sits right
+/// after the file header (id `i` at `HEADER_SIZE + 8 * i`).
+pub fn event_attr_entries(attr_size: u64, events: &[EventSpec]) -> Vec<u8> {
+    let mut out = Rec::default();
+    for e in events {
+        out.u64(e.id);
+    }
+    for (i, e) in events.iter().enumerate() {
+        out.bytes(&event_attr(attr_size, e));
+        out.u64(HEADER_SIZE + 8 * i as u64).u64(8);
+    }
+    out.0
+}
+
+/// HEADER_EVENT_DESC: `u32 nr, attr_size; { attr; u32 nr_ids; string name; u64 ids[] }`.
+pub fn event_desc_feature(attr_size: u64, events: &[EventSpec]) -> Vec<u8> {
+    let mut r = Rec::default();
+    r.u32(events.len() as u32).u32(attr_size as u32);
+    for e in events {
+        r.bytes(&event_attr(attr_size, e)).u32(1);
+        let len = (e.name.len() + 1).next_multiple_of(64);
+        r.u32(len as u32).padded_str(&e.name, 64);
+        r.u64(e.id);
+    }
+    r.0
+}
+
+/// A SAMPLE record of an IDENTIFIER-led layout: `fields` are the u64 words
+/// after the header, in sample_type order.
+pub fn sample_record(misc: u16, fields: &[u64], tail: &[u8]) -> Vec<u8> {
+    let mut r = Rec::header(RECORD_SAMPLE, misc);
+    for &f in fields {
+        r.u64(f);
+    }
+    r.bytes(tail);
+    r.finish()
+}
+
+/// `pid` and `tid` packed into the TID word of a sample.
+pub fn tid_word(pid: u32) -> u64 {
+    u64::from(pid) | (u64::from(pid) << 32)
 }
 
 /// One file-backed executable mapping, in process addresses.
@@ -189,7 +299,7 @@ pub struct Mmap {
     pub filename: String,
 }
 
-pub fn mmap2_record(pid: u32, m: &Mmap, time: u64) -> Vec<u8> {
+pub fn mmap2_record(pid: u32, m: &Mmap, time: u64, id: Option<u64>) -> Vec<u8> {
     const PROT_READ_EXEC: u32 = 1 | 4;
     const MAP_PRIVATE: u32 = 2;
     let mut r = Rec::header(RECORD_MMAP2, MISC_USER);
@@ -197,7 +307,7 @@ pub fn mmap2_record(pid: u32, m: &Mmap, time: u64) -> Vec<u8> {
     r.u32(m.maj).u32(m.min).u64(m.ino).u64(0); // ino_generation
     r.u32(PROT_READ_EXEC).u32(MAP_PRIVATE);
     r.padded_str(&m.filename, 8);
-    sample_id(&mut r, pid, time);
+    sample_id(&mut r, pid, time, id);
     r.finish()
 }
 

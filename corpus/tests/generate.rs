@@ -43,6 +43,7 @@ fn spec(binaries: &[&str], compress: bool) -> LbrCaptureSpec {
         compress,
         attr_size: corpus::ATTR_SIZE,
         seed: 42,
+        mem_loads: None,
     }
 }
 

@@ -97,12 +97,43 @@ pub struct Tables {
     pub per_binary: Vec<BinaryTable>,
     pub stats: SampleStats,
     pub basic: bool,
+    /// Memory samples (raw pid, pc and data address) of the events `mem_events` flags
+    /// (all events when their names are not known yet).
+    pub mem: HashMap<MemKey, u64>,
+    mem_events: Option<Arc<Vec<bool>>>,
 }
+
+/// A memory sample as `perf script -F pid,event,addr,ip` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemKey {
+    pub event: u32,
+    pub pid: u32,
+    pub pc: u64,
+    pub addr: u64,
+}
+
+/// perf2bolt reads memory samples of the events whose name contains this.
+const MEM_EVENT_MARK: &str = "mem-loads";
 
 impl Sink for Tables {
     #[inline]
     fn sample(&mut self, event: usize, s: &Sample<'_>) {
         self.stats.samples += 1;
+        // Address 0 can never name a data object, so samples without one are not kept.
+        if s.addr != 0
+            && self
+                .mem_events
+                .as_ref()
+                .is_none_or(|m| m.get(event).copied().unwrap_or(false))
+        {
+            let key = MemKey {
+                event: event as u32,
+                pid: s.pid,
+                pc: s.ip,
+                addr: s.addr,
+            };
+            *self.mem.entry(key).or_insert(0) += 1;
+        }
         // Taken out and put back rather than cloned: no atomic reference counting per sample.
         if let Some(resolver) = self.resolver.take() {
             self.resolved_sample(&resolver, event, s);
@@ -226,6 +257,7 @@ impl Tables {
             for (into, from) in total.per_binary.iter_mut().zip(t.per_binary) {
                 into.merge(from);
             }
+            merge_into(&mut total.mem, t.mem, |a, b| *a += b);
             total.stats.add(t.stats);
         }
         total
@@ -256,6 +288,9 @@ pub struct BinaryProfile {
     pub ips: Vec<(u64, u64)>,
     /// Branch addresses known to be returns (pre-aggregated `R` records).
     pub returns: Vec<u64>,
+    /// Memory samples as perf2bolt sees them: (pc as recorded, data address adjusted like a
+    /// branch address, count).
+    pub mem: Vec<(u64, u64, u64)>,
     pub samples: u64,
     pub pids: usize,
 }
@@ -288,9 +323,11 @@ pub fn aggregate(
             };
         };
         let basic = req.basic || !has_branch_stacks(side);
+        let mem_events = Some(Arc::new(mem_events(side)));
         match resolver.get_or_init(|| build_resolver(req, side).ok().map(Arc::new)) {
             Some(r) => Tables {
                 basic,
+                mem_events,
                 resolver: Some(r.clone()),
                 per_binary: req
                     .binaries
@@ -301,6 +338,7 @@ pub fn aggregate(
             },
             None => Tables {
                 basic,
+                mem_events,
                 ..Default::default()
             },
         }
@@ -342,7 +380,9 @@ pub fn aggregate(
             Some(table) => std::mem::take(table),
             None => place_raw(&tables, binary, maps),
         };
-        profiles.push(finish(table, &side, basic));
+        let mut profile = finish(table, &side, basic);
+        profile.mem = place_mem(&tables.mem, &side, maps);
+        profiles.push(profile);
     }
     Ok(Aggregation {
         side,
@@ -350,6 +390,47 @@ pub fn aggregate(
         basic,
         profiles,
     })
+}
+
+/// Which events perf2bolt reads memory samples from.
+fn mem_events(side: &SideBand) -> Vec<bool> {
+    (0..side.events.attrs.len())
+        .map(|e| event_name(side, e).contains(MEM_EVENT_MARK))
+        .collect()
+}
+
+/// One binary's memory samples. perf2bolt's `perf script -F pid,event,addr,ip` job fails (and
+/// perf2bolt then reads no memory samples) unless every event records ADDR. The data address
+/// is adjusted like a branch address; the PC is kept as recorded (perf2bolt does not adjust
+/// it, so a relocatable binary's PCs rarely land in a function).
+fn place_mem(
+    mem: &HashMap<MemKey, u64>,
+    side: &SideBand,
+    maps: &BinaryMaps,
+) -> Vec<(u64, u64, u64)> {
+    let all_have_addr = side
+        .events
+        .layouts
+        .iter()
+        .all(|l| l.sample_type & formats::perf::attr::sample_type::ADDR != 0);
+    if !all_have_addr {
+        return Vec::new();
+    }
+    let is_mem = mem_events(side);
+    let mut placed: HashMap<(u64, u64), u64> = HashMap::new();
+    for (k, &n) in mem {
+        if !is_mem.get(k.event as usize).copied().unwrap_or(false) {
+            continue;
+        }
+        let Some(map) = maps.by_pid.get(&k.pid) else {
+            continue;
+        };
+        let addr = map.adjust(k.addr, maps.fixed_load_address);
+        *placed.entry((k.pc, addr)).or_insert(0) += n;
+    }
+    let mut out: Vec<_> = placed.into_iter().map(|((p, a), n)| (p, a, n)).collect();
+    out.sort_unstable();
+    out
 }
 
 fn has_branch_stacks(side: &SideBand) -> bool {

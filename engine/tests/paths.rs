@@ -56,6 +56,7 @@ fn indexed_and_streamed_reads_agree() {
         compress: false,
         attr_size: corpus::ATTR_SIZE,
         seed: 5,
+        mem_loads: None,
     };
     corpus::write_lbr_capture(&spec, &mut std::fs::File::create(&capture).unwrap()).unwrap();
     let cases = [

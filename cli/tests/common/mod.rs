@@ -181,6 +181,7 @@ pub fn capture_spec(
         compress,
         attr_size: corpus::ATTR_SIZE,
         seed,
+        mem_loads: None,
     }
 }
 

@@ -114,6 +114,14 @@ pub struct Disassembled {
 }
 
 impl Disassembled {
+    /// The jump tables this function dispatches through, in instruction order.
+    pub fn table_patterns(&self) -> impl Iterator<Item = indirect::Pattern> + '_ {
+        self.dispatches.iter().filter_map(|(_, d)| match d {
+            Indirect::Table(p) => Some(*p),
+            _ => None,
+        })
+    }
+
     /// Start addresses of the jump tables this function dispatches through.
     pub fn table_addresses(&self) -> impl Iterator<Item = u64> + '_ {
         self.dispatches.iter().filter_map(|(_, d)| match d {

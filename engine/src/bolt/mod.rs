@@ -14,6 +14,7 @@ pub mod cfg;
 pub mod eh;
 pub mod functions;
 pub mod indirect;
+pub mod memory;
 
 use std::io::Write;
 
