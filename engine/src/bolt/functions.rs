@@ -135,6 +135,14 @@ impl Functions {
         self.functions.iter()
     }
 
+    pub fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.functions.is_empty()
+    }
+
     /// Index of the function whose max-size range contains `addr` (BOLT's
     /// `getBinaryFunctionContainingAddress(addr, CheckPastEnd=false, UseMaxSize=true)`).
     pub fn index_containing(&self, addr: u64) -> Option<usize> {

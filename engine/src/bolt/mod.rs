@@ -325,22 +325,19 @@ impl Fdata<'_> {
             }
             return Ok(());
         }
-        let mut lines: Vec<_> = self.branches.iter().collect();
-        lines.par_sort_by_cached_key(|&(&(from, to), _)| {
-            let owner = from.func.or(to.func);
-            (
-                self.name(owner),
-                from.func.is_none(),
-                self.sort_key(from),
-                self.sort_key(to),
-            )
-        });
+        let names = PrintedNames::new(self.functions);
+        let mut lines: Vec<_> = self
+            .branches
+            .iter()
+            .map(|(&(from, to), b)| (names.sort_key(from, to), (from, to), b))
+            .collect();
+        lines.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Formatted in parallel, a batch at a time so the text in memory stays bounded.
         let out = w.into_inner();
         for batch in lines.chunks(LINES_PER_BATCH) {
             let texts: Vec<Vec<u8>> = batch
                 .par_chunks(LINES_PER_BATCH / 16)
-                .map(|chunk| self.format_branches(chunk))
+                .map(|chunk| format_branches(&names, chunk))
                 .collect::<std::io::Result<_>>()?;
             for text in texts {
                 out.write_all(&text)?;
@@ -349,34 +346,106 @@ impl Fdata<'_> {
         Ok(())
     }
 
-    fn format_branches(&self, lines: &[(&(Loc, Loc), &Branch)]) -> std::io::Result<Vec<u8>> {
-        let mut w = FdataWriter::new(Vec::with_capacity(lines.len() * 64));
-        for &(&(from, to), b) in lines {
-            w.branch(
-                &self.location(from),
-                &self.location(to),
-                b.mispreds as i64,
-                b.count as i64,
-            )?;
-        }
-        Ok(w.into_inner())
-    }
-
     fn name(&self, func: Option<u32>) -> &str {
         func.map_or("", |f| self.functions.get(f as usize).name.as_str())
     }
+}
 
-    fn location(&self, loc: Loc) -> Location<'_> {
-        match loc.func {
-            Some(f) => Location::symbol(self.name(Some(f)), loc.offset),
-            None => Location::unknown(loc.offset),
+/// Branch lines' order key: the owning function's name, unknown sources last, then BOLT's
+/// `Location::operator<` on source and target (unknown before symbols, then name, then
+/// offset); function indices break ties between equal names.
+type LineKey = (
+    u32,
+    bool,
+    (bool, u32, u64),
+    (bool, u32, u64),
+    Option<u32>,
+    Option<u32>,
+);
+
+/// Each function's rank in name order and its printed location prefix (`1 <escaped name> `),
+/// computed once rather than per line.
+struct PrintedNames {
+    rank: Vec<u32>,
+    text: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+    unknown: Vec<u8>,
+}
+
+impl PrintedNames {
+    fn new(functions: &Functions) -> PrintedNames {
+        let n = functions.len();
+        let name = |i: u32| functions.get(i as usize).name.as_str();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order.par_sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
+        let mut rank = vec![0u32; n];
+        let mut r = 0u32;
+        for (k, &i) in order.iter().enumerate() {
+            if k > 0 && name(i) != name(order[k - 1]) {
+                r += 1;
+            }
+            rank[i as usize] = r;
+        }
+        let mut text = Vec::new();
+        let spans = (0..n as u32)
+            .map(|i| {
+                let start = text.len() as u32;
+                formats::bolt::fdata::location_prefix(&mut text, true, name(i));
+                (start, text.len() as u32)
+            })
+            .collect();
+        let mut unknown = Vec::new();
+        formats::bolt::fdata::location_prefix(&mut unknown, false, "");
+        PrintedNames {
+            rank,
+            text,
+            spans,
+            unknown,
         }
     }
 
-    /// BOLT's `Location::operator<`: unknown before symbols, then name, then offset.
-    fn sort_key(&self, loc: Loc) -> (bool, &str, u64) {
-        (loc.func.is_some(), self.name(loc.func), loc.offset)
+    fn sort_key(&self, from: Loc, to: Loc) -> LineKey {
+        let owner = from.func.or(to.func).map_or(0, |f| self.rank[f as usize]);
+        let key = |l: Loc| match l.func {
+            Some(f) => (true, self.rank[f as usize], l.offset),
+            None => (false, 0, l.offset),
+        };
+        (
+            owner,
+            from.func.is_none(),
+            key(from),
+            key(to),
+            from.func,
+            to.func,
+        )
     }
+
+    fn prefix(&self, loc: Loc) -> (&[u8], u64) {
+        let text = match loc.func {
+            Some(f) => {
+                let (start, end) = self.spans[f as usize];
+                &self.text[start as usize..end as usize]
+            }
+            None => &self.unknown[..],
+        };
+        (text, loc.offset)
+    }
+}
+
+fn format_branches(
+    names: &PrintedNames,
+    lines: &[(LineKey, (Loc, Loc), &Branch)],
+) -> std::io::Result<Vec<u8>> {
+    let mut w = FdataWriter::new(Vec::with_capacity(lines.len() * 128));
+    for &(_, (from, to), b) in lines {
+        w.branch_with_prefixes(
+            names.prefix(from),
+            names.prefix(to),
+            b.mispreds as i64,
+            b.count as i64,
+        )?;
+    }
+    Ok(w.into_inner())
 }
 
 /// `getFallthroughsInTrace`: the (last instruction, next block) edges from the block of `from`

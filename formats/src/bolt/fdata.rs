@@ -105,6 +105,28 @@ impl<W: Write> FdataWriter<W> {
         self.out.write_all(b"\n")
     }
 
+    /// A branch line from precomputed location prefixes ([`location_prefix`]): the fast path
+    /// for writers that print the same names many times.
+    pub fn branch_with_prefixes(
+        &mut self,
+        (from_prefix, from_offset): (&[u8], u64),
+        (to_prefix, to_offset): (&[u8], u64),
+        mispreds: i64,
+        count: i64,
+    ) -> io::Result<()> {
+        let mut buf = [0u8; 16];
+        self.out.write_all(from_prefix)?;
+        self.out.write_all(format_hex(from_offset, &mut buf))?;
+        self.out.write_all(b" ")?;
+        self.out.write_all(to_prefix)?;
+        self.out.write_all(format_hex(to_offset, &mut buf))?;
+        self.out.write_all(b" ")?;
+        self.decimal(mispreds)?;
+        self.out.write_all(b" ")?;
+        self.decimal(count)?;
+        self.out.write_all(b"\n")
+    }
+
     fn location(
         &mut self,
         loc: &Location,
@@ -133,6 +155,19 @@ impl<W: Write> FdataWriter<W> {
     }
 }
 
+/// The text of a branch or sample location up to its offset (`1 <escaped name> ` or
+/// `0 [unknown] `), appended to `out`: see [`FdataWriter::branch_with_prefixes`].
+pub fn location_prefix(out: &mut Vec<u8>, is_symbol: bool, name: &str) {
+    out.extend_from_slice(if is_symbol { b"1 " } else { b"0 " });
+    if name.is_empty() {
+        out.extend_from_slice(b"[unknown]");
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = write_escaped(out, name);
+    }
+    out.push(b' ');
+}
+
 /// LLVM's `getEscapedName`: a backslash before each space and backslash.
 fn write_escaped(out: &mut impl Write, name: &str) -> io::Result<()> {
     let bytes = name.as_bytes();
@@ -151,6 +186,29 @@ fn write_escaped(out: &mut impl Write, name: &str) -> io::Result<()> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn prefixed_branches_equal_plain_ones() {
+        let cases = [
+            (Location::symbol("a b\\c", 0x10), Location::unknown(0)),
+            (Location::unknown(0x7f00), Location::symbol("main", 0)),
+            (
+                Location::symbol("f/1", u64::MAX),
+                Location::symbol("g", 0xabc),
+            ),
+        ];
+        for (from, to) in cases {
+            let mut plain = FdataWriter::new(Vec::new());
+            plain.branch(&from, &to, 3, -7).unwrap();
+            let (mut p, mut q) = (Vec::new(), Vec::new());
+            location_prefix(&mut p, from.is_symbol, from.name);
+            location_prefix(&mut q, to.is_symbol, to.name);
+            let mut fast = FdataWriter::new(Vec::new());
+            fast.branch_with_prefixes((&p, from.offset), (&q, to.offset), 3, -7)
+                .unwrap();
+            assert_eq!(fast.into_inner(), plain.into_inner());
+        }
+    }
 
     #[test]
     fn lines_have_bolt_shape() {
