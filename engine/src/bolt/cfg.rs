@@ -40,6 +40,9 @@ pub struct Cfg {
     pub blocks: Vec<Block>,
     /// The function's size; the last block ends there.
     pub size: u64,
+    /// Each block's offset, apart from the blocks so the lookup of every trace end stays in
+    /// cache.
+    offsets: Vec<u64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -54,13 +57,22 @@ pub struct Block {
 }
 
 impl Cfg {
+    pub fn new(blocks: Vec<Block>, size: u64) -> Cfg {
+        let offsets = blocks.iter().map(|b| b.offset).collect();
+        Cfg {
+            blocks,
+            size,
+            offsets,
+        }
+    }
+
     /// BOLT's `getBasicBlockContainingOffset`.
     pub fn block_containing(&self, offset: u64) -> Option<usize> {
         if offset >= self.size {
             return None;
         }
-        self.blocks
-            .partition_point(|b| b.offset <= offset)
+        self.offsets
+            .partition_point(|&o| o <= offset)
             .checked_sub(1)
     }
 }
@@ -351,10 +363,7 @@ fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, Strin
     for b in blocks.iter_mut() {
         b.is_landing_pad = f.landing_pads.binary_search(&b.offset).is_ok();
     }
-    Ok(Cfg {
-        blocks,
-        size: f.size,
-    })
+    Ok(Cfg::new(blocks, f.size))
 }
 
 impl Block {

@@ -49,6 +49,9 @@ impl Function {
 /// Sorted, non-overlapping functions of one binary and the bytes of its executable sections.
 pub struct Functions {
     functions: Vec<Function>,
+    /// (address, max_end) of each function, apart from the functions so that address lookups
+    /// stay in cache.
+    ranges: Vec<(u64, u64)>,
     /// (address, bytes) of each allocated section with file data: code to disassemble and
     /// read-only data holding jump tables.
     sections: Vec<Section>,
@@ -125,8 +128,10 @@ impl Functions {
                 })
             })
             .collect();
+        let ranges = functions.iter().map(|f| (f.address, f.max_end)).collect();
         Ok(Functions {
             functions,
+            ranges,
             sections,
         })
     }
@@ -147,10 +152,10 @@ impl Functions {
     /// `getBinaryFunctionContainingAddress(addr, CheckPastEnd=false, UseMaxSize=true)`).
     pub fn index_containing(&self, addr: u64) -> Option<usize> {
         let i = self
-            .functions
-            .partition_point(|f| f.address <= addr)
+            .ranges
+            .partition_point(|&(start, _)| start <= addr)
             .checked_sub(1)?;
-        (addr < self.functions[i].max_end).then_some(i)
+        (addr < self.ranges[i].1).then_some(i)
     }
 
     pub fn get(&self, index: usize) -> &Function {

@@ -90,8 +90,11 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
         .chain(profile.returns.iter().copied())
         .map(|a| (a, true))
         .collect();
-    let traced = profile
-        .traces
+    // In address order, consecutive traces share their function and its CFG, which then stay
+    // in cache: hash order costs a cache miss per lookup.
+    let mut traces = profile.traces.clone();
+    traces.par_sort_unstable_by_key(|&((_, from, _), _)| from);
+    let traced = traces
         .par_chunks(TRACES_PER_CHUNK)
         .fold(
             || (Fdata::new(functions, None), known_returns.clone()),
