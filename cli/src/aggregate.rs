@@ -129,17 +129,50 @@ pub fn write_fdata(
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let loaded = LoadedBinary::load(binary).map_err(|e| -> Box<dyn std::error::Error> { e })?;
+    write_fdata_of(&loaded, profile, basic, path)
+}
+
+/// A binary's bytes and the functions BOLT would find in it.
+pub struct LoadedBinary {
+    path: PathBuf,
+    data: Vec<u8>,
+    functions: Functions,
+    /// Seconds the loading took.
+    seconds: f64,
+}
+
+impl LoadedBinary {
+    pub fn load(binary: &Path) -> Result<LoadedBinary, Box<dyn std::error::Error + Send + Sync>> {
+        let started = Instant::now();
+        let data = std::fs::read(binary).map_err(engine::error::io_error(binary))?;
+        let functions = Functions::from_elf(binary, &data)?;
+        Ok(LoadedBinary {
+            path: binary.to_path_buf(),
+            data,
+            functions,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// [`write_fdata`] for a binary already loaded.
+pub fn write_fdata_of(
+    loaded: &LoadedBinary,
+    profile: &BinaryProfile,
+    basic: bool,
+    path: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
-    let data = std::fs::read(binary).map_err(engine::error::io_error(binary))?;
-    let functions = Functions::from_elf(binary, &data)?;
-    let loaded = started.elapsed().as_secs_f64();
-    let fdata = symbolize(profile, &functions, basic);
+    let (binary, data, functions) = (&loaded.path, &loaded.data, &loaded.functions);
+    let loaded = loaded.seconds;
+    let fdata = symbolize(profile, functions, basic);
     // perf2bolt writes memory lines after the branch lines, and only in branch mode.
     let mem = if basic || profile.mem.is_empty() {
         Vec::new()
     } else {
-        let objects = engine::bolt::memory::DataObjects::from_elf(&data, &functions);
-        engine::bolt::memory::symbolize(&profile.mem, &functions, &objects)
+        let objects = engine::bolt::memory::DataObjects::from_elf(data, functions);
+        engine::bolt::memory::symbolize(&profile.mem, functions, &objects)
     };
     let symbolized = started.elapsed().as_secs_f64();
     write_atomically(path, |out| {

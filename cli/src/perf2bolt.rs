@@ -104,14 +104,28 @@ fn apply(o: &mut Options, name: &str, value: Option<String>) -> Result<(), Strin
 
 pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     let o = parse(args)?;
-    let profile = if o.pre_aggregated {
-        let data = std::fs::read(&o.input).map_err(engine::error::io_error(&o.input))?;
-        engine::bolt::profile_from_preagg(&data)
-            .map_err(|e| format!("{}: {e}", o.input.display()))?
-    } else {
-        read_capture(&o)?
-    };
-    crate::aggregate::write_fdata(&o.binary, &profile, o.basic, &o.output)?;
+    // The binary's functions are found while the profile is read: neither needs the other.
+    let (binary, profile) = std::thread::scope(|scope| {
+        let binary = scope.spawn(|| crate::aggregate::LoadedBinary::load(&o.binary));
+        let profile = if o.pre_aggregated {
+            std::fs::read(&o.input)
+                .map_err(engine::error::io_error(&o.input))
+                .map_err(Box::from)
+                .and_then(|data| {
+                    engine::bolt::profile_from_preagg(&data)
+                        .map_err(|e| format!("{}: {e}", o.input.display()).into())
+                })
+        } else {
+            read_capture(&o)
+        };
+        let binary = binary
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (binary, profile)
+    });
+    let profile = profile?;
+    let binary = binary.map_err(|e| -> Box<dyn std::error::Error> { e })?;
+    crate::aggregate::write_fdata_of(&binary, &profile, o.basic, &o.output)?;
     eprintln!("profmill: wrote {}", o.output.display());
     Ok(())
 }
