@@ -18,6 +18,8 @@ pub struct DataLayout {
     pub num_bitmap_bytes: Option<usize>,
     pub size: usize,
     pub ptr64: bool,
+    /// LLVM 19's layout (v10, 64-bit), which [`DataLayout::read`] decodes at constant offsets.
+    pub v10_64: bool,
 }
 
 impl DataLayout {
@@ -62,6 +64,7 @@ impl DataLayout {
             num_bitmap_bytes,
             size: end.next_multiple_of(8),
             ptr64,
+            v10_64: version == 10 && ptr64,
         }
     }
 
@@ -75,6 +78,15 @@ impl DataLayout {
 
     /// Decodes the record at `off`; the caller has checked it lies inside `bytes`.
     pub fn read(&self, bytes: &Bytes<'_>, off: usize) -> ProfileData {
+        if self.v10_64 && bytes.endian == crate::bytes::Endian::Little {
+            if let Some(record) = bytes.array::<64>(off) {
+                return read_v10_64_le(&record);
+            }
+        }
+        self.read_fields(bytes, off)
+    }
+
+    fn read_fields(&self, bytes: &Bytes<'_>, off: usize) -> ProfileData {
         let mut num_value_sites = [0u16; 3];
         for (k, slot) in num_value_sites
             .iter_mut()
@@ -101,6 +113,26 @@ impl DataLayout {
                 .num_bitmap_bytes
                 .map_or(0, |o| bytes.u32(off + o).unwrap_or(0)),
         }
+    }
+}
+
+/// The common layout (LLVM 19's raw v10, 64-bit, little-endian) at constant offsets, which
+/// compiles to plain loads; equal to [`DataLayout::read_fields`] (tested).
+fn read_v10_64_le(r: &[u8; 64]) -> ProfileData {
+    let u64_at = |o: usize| u64::from_le_bytes(r[o..o + 8].try_into().unwrap_or_default());
+    let u32_at = |o: usize| u32::from_le_bytes(r[o..o + 4].try_into().unwrap_or_default());
+    let u16_at = |o: usize| u16::from_le_bytes(r[o..o + 2].try_into().unwrap_or_default());
+    ProfileData {
+        name_ref: u64_at(0),
+        func_hash: u64_at(8),
+        counter_ptr: u64_at(16),
+        uniform_counter_ptr: 0,
+        bitmap_ptr: u64_at(24),
+        function_pointer: u64_at(32),
+        num_counters: u32_at(48),
+        num_value_sites: [u16_at(52), u16_at(54), u16_at(56)],
+        offload_device_wave_size: 0,
+        num_bitmap_bytes: u32_at(60),
     }
 }
 
@@ -154,6 +186,17 @@ pub fn read_vtable(bytes: &Bytes<'_>, off: usize, ptr64: bool) -> VTableData {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The constant-offset decoder of the common layout equals the general one.
+        #[test]
+        fn v10_fast_path_equals_field_reads(record in prop::collection::vec(any::<u8>(), 64..80), off in 0usize..16) {
+            let layout = DataLayout::new(10, true);
+            let bytes = Bytes::new(&record, crate::bytes::Endian::Little);
+            prop_assert_eq!(layout.read(&bytes, off), layout.read_fields(&bytes, off));
+        }
+    }
 
     #[test]
     fn v11_layouts_match_the_llvm23_struct() {

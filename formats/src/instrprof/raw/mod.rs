@@ -454,7 +454,7 @@ impl<'a> RawReader<'a> {
         self.read_counts(ctx, d, at, s, name, &mut record.counts)?;
         self.read_bitmap(ctx, d, at, s, &mut record.bitmap)?;
         check_uniform_counters(ctx, d, at, s)?;
-        for sites in &mut record.values {
+        for sites in record.values.iter_mut().filter(|s| !s.is_empty()) {
             sites.clear();
         }
         if d.num_value_sites.iter().any(|&n| n != 0) {
