@@ -56,13 +56,15 @@ pub fn merge_into<K: std::hash::Hash + Eq, V>(
 /// A trace key in the binary's addresses: (branch, fall-through start, fall-through end).
 pub type Trace = [u64; 3];
 
+/// 32 bytes, two to a cache line: counts are 32-bit here, and what a slot cannot hold goes to
+/// the table's overflow map (a trace taken 2^32 times needs a capture of hundreds of GB).
 #[derive(Clone, Copy, Default, bytemuck::Zeroable, bytemuck::Pod)]
 #[repr(C)]
 struct Slot {
     key: Trace,
     /// 0 marks an empty slot: every stored trace was taken at least once.
-    taken: u64,
-    mispred: u64,
+    taken: u32,
+    mispred: u32,
 }
 
 /// An open-addressing table of trace counts built for the decode loop: a whole branch stack is
@@ -72,6 +74,8 @@ pub struct TraceTable {
     slots: Slots,
     len: usize,
     mask: usize,
+    /// Counts beyond what a slot's 32-bit fields hold, added to the slot's own.
+    overflow: HashMap<Trace, Counts>,
 }
 
 impl Default for TraceTable {
@@ -153,6 +157,7 @@ impl TraceTable {
             slots: Slots::zeroed(cap),
             len: 0,
             mask: cap - 1,
+            overflow: HashMap::new(),
         }
     }
 
@@ -193,11 +198,9 @@ impl TraceTable {
         loop {
             let slot = &mut self.slots[i];
             if slot.taken == 0 {
-                *slot = Slot {
-                    key,
-                    taken,
-                    mispred,
-                };
+                slot.key = key;
+                slot.taken = 1;
+                self.add_counts(i, taken - 1, mispred);
                 self.len += 1;
                 if self.len * 2 > self.slots.len() {
                     self.grow();
@@ -205,38 +208,60 @@ impl TraceTable {
                 return;
             }
             if slot.key == key {
-                slot.taken += taken;
-                slot.mispred += mispred;
+                self.add_counts(i, taken, mispred);
                 return;
             }
             i = (i + 1) & self.mask;
         }
     }
 
+    /// Adds to slot `i`'s counts, or to the overflow map what would not fit.
+    #[inline(always)]
+    fn add_counts(&mut self, i: usize, taken: u64, mispred: u64) {
+        let slot = &mut self.slots[i];
+        let t = u64::from(slot.taken) + taken;
+        let m = u64::from(slot.mispred) + mispred;
+        match (u32::try_from(t), u32::try_from(m)) {
+            (Ok(t), Ok(m)) => {
+                slot.taken = t;
+                slot.mispred = m;
+            }
+            _ => self
+                .overflow
+                .entry(slot.key)
+                .or_default()
+                .add(Counts { taken, mispred }),
+        }
+    }
+
     fn grow(&mut self) {
-        let old = std::mem::replace(self, TraceTable::with_capacity_pow2(self.slots.len() * 2));
+        let mut old = std::mem::replace(self, TraceTable::with_capacity_pow2(self.slots.len() * 2));
+        self.overflow = std::mem::take(&mut old.overflow);
         for s in old.slots.iter().filter(|s| s.taken != 0) {
-            self.add(s.key, s.taken, s.mispred);
+            self.add(s.key, u64::from(s.taken), u64::from(s.mispred));
         }
     }
 
     /// Adds every entry of `other`.
     pub fn merge(&mut self, other: TraceTable) {
-        for s in other.slots.iter().filter(|s| s.taken != 0) {
-            self.add(s.key, s.taken, s.mispred);
+        for (key, c) in other.iter() {
+            self.add(key, c.taken, c.mispred);
         }
     }
 
     /// All entries, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (Trace, Counts)> + '_ {
         self.slots.iter().filter(|s| s.taken != 0).map(|s| {
-            (
-                s.key,
-                Counts {
-                    taken: s.taken,
-                    mispred: s.mispred,
-                },
-            )
+            let mut counts = Counts {
+                taken: u64::from(s.taken),
+                mispred: u64::from(s.mispred),
+            };
+            if !self.overflow.is_empty() {
+                if let Some(&more) = self.overflow.get(&s.key) {
+                    counts.add(more);
+                }
+            }
+            (s.key, counts)
         })
     }
 }
@@ -265,6 +290,37 @@ mod tests {
             prop_assert_eq!(table.len(), reference.len());
             prop_assert_eq!(ours, reference);
         }
+    }
+
+    /// Counts past 32 bits go to the overflow map and come back added, through growth and
+    /// merges.
+    #[test]
+    fn counts_beyond_32_bits_are_kept() {
+        let big = u64::from(u32::MAX);
+        let mut a = TraceTable::with_capacity_pow2(4);
+        a.add([1, 2, 3], big, 7);
+        a.add([1, 2, 3], 5, big);
+        a.add([4, 5, 6], 1, 0);
+        for k in 10..40 {
+            a.add([k, k, k], 1, 1); // several growths
+        }
+        let mut b = TraceTable::with_capacity_pow2(4);
+        b.add([1, 2, 3], big + 2, 1);
+        b.merge(a);
+        let counts: HashMap<Trace, Counts> = b.iter().collect();
+        let expected = Counts {
+            taken: 2 * big + 7,
+            mispred: big + 8,
+        };
+        assert_eq!(counts[&[1, 2, 3]], expected);
+        assert_eq!(
+            counts[&[4, 5, 6]],
+            Counts {
+                taken: 1,
+                mispred: 0
+            }
+        );
+        assert_eq!(b.len(), 32);
     }
 
     /// Growing into mapped (huge-page) storage, then merging two such tables, loses nothing.
