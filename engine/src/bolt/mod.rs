@@ -335,15 +335,19 @@ impl Fdata<'_> {
             .map(|(&(from, to), b)| (names.sort_key(from, to), (from, to), b))
             .collect();
         lines.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        // Formatted in parallel, a batch at a time so the text in memory stays bounded.
+        // Formatted in parallel, a batch at a time so the text in memory stays bounded; the
+        // buffers are reused (fresh ones would cost page faults for every batch).
         let out = w.into_inner();
+        let per_chunk = LINES_PER_BATCH / 16;
+        let mut texts: Vec<Vec<u8>> = vec![Vec::new(); 16];
         for batch in lines.chunks(LINES_PER_BATCH) {
-            let texts: Vec<Vec<u8>> = batch
-                .par_chunks(LINES_PER_BATCH / 16)
-                .map(|chunk| format_branches(&names, chunk))
-                .collect::<std::io::Result<_>>()?;
-            for text in texts {
-                out.write_all(&text)?;
+            let used = batch.len().div_ceil(per_chunk);
+            batch
+                .par_chunks(per_chunk)
+                .zip(texts.par_iter_mut())
+                .try_for_each(|(chunk, text)| format_branches(&names, chunk, text))?;
+            for text in &texts[..used] {
+                out.write_all(text)?;
             }
         }
         Ok(())
@@ -435,11 +439,14 @@ impl PrintedNames {
     }
 }
 
+/// Formats `lines` into `text` (replacing what it held).
 fn format_branches(
     names: &PrintedNames,
     lines: &[(LineKey, (Loc, Loc), &Branch)],
-) -> std::io::Result<Vec<u8>> {
-    let mut w = FdataWriter::new(Vec::with_capacity(lines.len() * 128));
+    text: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    text.clear();
+    let mut w = FdataWriter::new(text);
     for &(_, (from, to), b) in lines {
         w.branch_with_prefixes(
             names.prefix(from),
@@ -448,7 +455,7 @@ fn format_branches(
             b.count as i64,
         )?;
     }
-    Ok(w.into_inner())
+    Ok(())
 }
 
 /// `getFallthroughsInTrace`: the (last instruction, next block) edges from the block of `from`
