@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use hashbrown::HashMap;
+use rayon::slice::ParallelSliceMut;
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::perf::Sample;
@@ -496,7 +497,7 @@ fn finish(table: BinaryTable, side: &SideBand, basic: bool) -> BinaryProfile {
         .iter()
         .map(|(k, c)| ((k[0], k[1], k[2]), c))
         .collect();
-    traces.sort_unstable_by_key(|(k, _)| *k);
+    traces.par_sort_unstable_by_key(|(k, _)| *k);
     BinaryProfile {
         traces,
         pids,
