@@ -65,10 +65,22 @@ pub struct TraceStats {
     pub out_of_range: u64,
 }
 
+impl TraceStats {
+    fn add(&mut self, other: TraceStats) {
+        self.traces += other.traces;
+        self.invalid += other.invalid;
+        self.out_of_range += other.out_of_range;
+    }
+}
+
 /// One binary's symbolized profile.
 pub struct Fdata<'f> {
     functions: &'f Functions,
+    /// One chunk's branch and fall-through counts while its traces are walked.
     branches: HashMap<(Loc, Loc), Branch>,
+    /// Every chunk's counts, concatenated: a key can appear in more than one chunk, and the
+    /// writer sums such lines after sorting (cheaper than merging the chunks' maps).
+    lines: Vec<((Loc, Loc), Branch)>,
     samples: HashMap<(u32, u64), u64>,
     /// `Some(events)` for a basic (`no_lbr`) profile.
     basic_events: Option<Vec<String>>,
@@ -94,19 +106,21 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
     // in cache: hash order costs a cache miss per lookup.
     let mut traces = profile.traces.clone();
     traces.par_sort_unstable_by_key(|&((_, from, _), _)| from);
-    let traced = traces
+    let parts: Vec<(Vec<((Loc, Loc), Branch)>, TraceStats)> = traces
         .par_chunks(TRACES_PER_CHUNK)
-        .fold(
-            || (Fdata::new(functions, None), known_returns.clone()),
-            |(mut part, mut returns), chunk| {
-                part.add_traces(&bodies, &mut returns, chunk);
-                (part, returns)
-            },
-        )
-        .map(|(part, _)| part)
-        .reduce(|| Fdata::new(functions, None), Fdata::merge);
-    fdata.branches = traced.branches;
-    fdata.stats = traced.stats;
+        .map(|chunk| {
+            let mut part = Fdata::new(functions, None);
+            part.add_traces(&bodies, &mut known_returns.clone(), chunk);
+            (part.branches.into_iter().collect(), part.stats)
+        })
+        .collect();
+    fdata
+        .lines
+        .reserve(parts.iter().map(|(lines, _)| lines.len()).sum());
+    for (lines, stats) in parts {
+        fdata.lines.extend(lines);
+        fdata.stats.add(stats);
+    }
     fdata
 }
 
@@ -122,6 +136,7 @@ impl<'f> Fdata<'f> {
         Fdata {
             functions,
             branches: HashMap::new(),
+            lines: Vec::new(),
             samples: HashMap::new(),
             basic_events,
             stats: TraceStats::default(),
@@ -148,22 +163,6 @@ impl<'f> Fdata<'f> {
                 self.add_trace(bodies, (branch, from, to), c.taken, is_return, &mut steps);
             }
         }
-    }
-
-    /// Sums two partial results of the same profile (the larger table absorbs the smaller).
-    fn merge(mut self, mut other: Self) -> Self {
-        if self.branches.len() < other.branches.len() {
-            std::mem::swap(&mut self.branches, &mut other.branches);
-        }
-        for (key, b) in other.branches {
-            let mine = self.branches.entry(key).or_default();
-            mine.count += b.count;
-            mine.mispreds += b.mispreds;
-        }
-        self.stats.traces += other.stats.traces;
-        self.stats.invalid += other.stats.invalid;
-        self.stats.out_of_range += other.stats.out_of_range;
-        self
     }
 }
 
@@ -331,11 +330,20 @@ impl Fdata<'_> {
         }
         let names = PrintedNames::new(self.functions);
         let mut lines: Vec<_> = self
-            .branches
-            .iter()
-            .map(|(&(from, to), b)| (names.sort_key(from, to), (from, to), b))
+            .lines
+            .par_iter()
+            .map(|&((from, to), b)| (names.sort_key(from, to), (from, to), b))
             .collect();
         lines.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // Keys split between chunks are now adjacent (a key identifies its two locations).
+        lines.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.2.count += later.2.count;
+                kept.2.mispreds += later.2.mispreds;
+            }
+            same
+        });
         // Formatted in parallel, a batch at a time so the text in memory stays bounded, while
         // this thread writes the previous batch; the two sets of buffers are reused (fresh
         // ones would cost page faults for every batch).
@@ -448,7 +456,7 @@ impl PrintedNames {
 /// Formats `batch` in parallel chunks into `texts`; returns how many chunks it filled.
 fn format_batch(
     names: &PrintedNames,
-    batch: &[(LineKey, (Loc, Loc), &Branch)],
+    batch: &[(LineKey, (Loc, Loc), Branch)],
     texts: &mut [Vec<u8>],
 ) -> std::io::Result<usize> {
     let per_chunk = LINES_PER_BATCH / CHUNKS_PER_BATCH;
@@ -462,7 +470,7 @@ fn format_batch(
 /// Formats `lines` into `text` (replacing what it held).
 fn format_branches(
     names: &PrintedNames,
-    lines: &[(LineKey, (Loc, Loc), &Branch)],
+    lines: &[(LineKey, (Loc, Loc), Branch)],
     text: &mut Vec<u8>,
 ) -> std::io::Result<()> {
     text.clear();
