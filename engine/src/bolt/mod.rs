@@ -49,6 +49,9 @@ impl Loc {
     };
 }
 
+/// A branch or fall-through line and its counts.
+type CountedLine = ((Loc, Loc), Branch);
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Branch {
     mispreds: u64,
@@ -80,7 +83,7 @@ pub struct Fdata<'f> {
     branches: HashMap<(Loc, Loc), Branch>,
     /// Every chunk's counts, concatenated: a key can appear in more than one chunk, and the
     /// writer sums such lines after sorting (cheaper than merging the chunks' maps).
-    lines: Vec<((Loc, Loc), Branch)>,
+    lines: Vec<CountedLine>,
     samples: HashMap<(u32, u64), u64>,
     /// `Some(events)` for a basic (`no_lbr`) profile.
     basic_events: Option<Vec<String>>,
@@ -106,7 +109,7 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
     // in cache: hash order costs a cache miss per lookup.
     let mut traces = profile.traces.clone();
     traces.par_sort_unstable_by_key(|&((_, from, _), _)| from);
-    let parts: Vec<(Vec<((Loc, Loc), Branch)>, TraceStats)> = traces
+    let parts: Vec<(Vec<CountedLine>, TraceStats)> = traces
         .par_chunks(TRACES_PER_CHUNK)
         .map(|chunk| {
             let mut part = Fdata::new(functions, None);
