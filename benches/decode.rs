@@ -50,6 +50,7 @@ fn aggregate_capture(c: &mut Criterion) {
             rules: Rules::Current,
             threads,
             stream: false,
+            trace_order: Default::default(),
         };
         let input = Input::File(path.clone());
         group.bench_with_input(

@@ -80,6 +80,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         },
         threads: crate::default_threads(args.threads),
         stream: false,
+        trace_order: Default::default(),
     };
     let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
     let bar = engine::progress::bytes_bar(total, "reading");

@@ -141,6 +141,8 @@ fn read_capture(
         rules: Rules::Current,
         threads: crate::default_threads(None),
         stream: false,
+        // Symbolization walks traces by their start.
+        trace_order: engine::aggregate::TraceOrder::ByStart,
     };
     let input = if o.input == Path::new("-") {
         Input::Stdin

@@ -277,6 +277,18 @@ pub struct Request {
     pub threads: usize,
     /// See [`capture::ReadOptions::stream`].
     pub stream: bool,
+    /// How [`BinaryProfile::traces`] is sorted.
+    pub trace_order: TraceOrder,
+}
+
+/// The order of a profile's traces: both are total orders on the same keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceOrder {
+    /// By (branch, fall-through start, fall-through end): the pre-aggregated output order.
+    #[default]
+    ByBranch,
+    /// By (fall-through start, branch, fall-through end): the order symbolization walks.
+    ByStart,
 }
 
 /// One binary's profile, in the binary's own addresses.
@@ -381,7 +393,7 @@ pub fn aggregate(
             Some(table) => std::mem::take(table),
             None => place_raw(&tables, binary, maps),
         };
-        let mut profile = finish(table, &side, basic);
+        let mut profile = finish(table, &side, basic, req.trace_order);
         profile.mem = place_mem(&tables.mem, &side, maps);
         profiles.push(profile);
     }
@@ -474,7 +486,7 @@ fn check_mapped(binary: &BinaryInfo, maps: &BinaryMaps, req: &Request) -> Result
 }
 
 /// Sorts a resolved table into a profile.
-fn finish(table: BinaryTable, side: &SideBand, basic: bool) -> BinaryProfile {
+fn finish(table: BinaryTable, side: &SideBand, basic: bool, order: TraceOrder) -> BinaryProfile {
     let pids = table.pids.len();
     if basic {
         let mut ips: Vec<_> = table.ips.into_iter().collect();
@@ -497,7 +509,10 @@ fn finish(table: BinaryTable, side: &SideBand, basic: bool) -> BinaryProfile {
         .iter()
         .map(|(k, c)| ((k[0], k[1], k[2]), c))
         .collect();
-    traces.par_sort_unstable_by_key(|(k, _)| *k);
+    match order {
+        TraceOrder::ByBranch => traces.par_sort_unstable_by_key(|(k, _)| *k),
+        TraceOrder::ByStart => traces.par_sort_unstable_by_key(|&((b, f, t), _)| (f, b, t)),
+    }
     BinaryProfile {
         traces,
         pids,

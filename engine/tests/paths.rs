@@ -28,6 +28,7 @@ fn profiles(
         rules: Rules::Current,
         threads: 2,
         stream,
+        trace_order: Default::default(),
     };
     aggregate(
         &Input::File(capture.to_path_buf()),

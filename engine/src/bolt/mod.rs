@@ -107,8 +107,14 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
         .collect();
     // In address order, consecutive traces share their function and its CFG, which then stay
     // in cache: hash order costs a cache miss per lookup.
-    let mut traces = profile.traces.clone();
-    traces.par_sort_unstable_by_key(|&((_, from, _), _)| from);
+    let by_start = |t: &((u64, u64, u64), crate::table::Counts)| t.0 .1;
+    let traces: std::borrow::Cow<[_]> = if profile.traces.is_sorted_by_key(by_start) {
+        std::borrow::Cow::Borrowed(&profile.traces)
+    } else {
+        let mut traces = profile.traces.clone();
+        traces.par_sort_unstable_by_key(by_start);
+        std::borrow::Cow::Owned(traces)
+    };
     let parts: Vec<(Vec<CountedLine>, TraceStats)> = traces
         .par_chunks(TRACES_PER_CHUNK)
         .map(|chunk| {
