@@ -53,6 +53,17 @@ int sw(int i) {
 int main(int c, char **) { int r = 0; for (int i = 0; i < 100000; i++) r += sw(i + c); std::printf("%d\n", r); }
 "#;
 
+/// The two-file C program most tests profile.
+fn build_app(dir: &Path, compiler: &str, flags: &[&str]) -> PathBuf {
+    build(
+        dir,
+        compiler,
+        "app",
+        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
+        flags,
+    )
+}
+
 fn build(
     dir: &Path,
     compiler: &str,
@@ -126,13 +137,7 @@ fn perf_script_prints_the_generated_mem_samples() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = build(
-        dir.path(),
-        "clang-19",
-        "app",
-        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
-        &["-no-pie"],
-    );
+    let bin = build_app(dir.path(), "clang-19", &["-no-pie"]);
     let spec = mem_spec(&bin, true, 3);
     let prepared = corpus::prepare_capture(&spec).unwrap();
     let capture = dir.path().join("c.perf.data");
@@ -166,13 +171,7 @@ fn clang_non_pie_globals_statics_bss_arrays() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = build(
-        dir.path(),
-        "clang-19",
-        "app",
-        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
-        &["-no-pie"],
-    );
+    let bin = build_app(dir.path(), "clang-19", &["-no-pie"]);
     let mem = assert_mem_matches(&bin, &mem_spec(&bin, true, 11), dir.path());
     // The mix must reach every kind of object, or the comparison proves little.
     for needle in [
@@ -196,13 +195,7 @@ fn gcc_non_pie() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = build(
-        dir.path(),
-        "gcc",
-        "app",
-        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
-        &["-no-pie"],
-    );
+    let bin = build_app(dir.path(), "gcc", &["-no-pie"]);
     let mem = assert_mem_matches(&bin, &mem_spec(&bin, true, 12), dir.path());
     assert!(mem.iter().any(|l| l.contains(" 4 hidden/")), "{mem:#?}");
     assert!(mem.len() > 100);
@@ -267,13 +260,7 @@ fn pie_memory_samples_are_dropped_because_the_pc_is_not_adjusted() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let bin = build(
-            dir.path(),
-            compiler,
-            "app",
-            &[("m.c", MAIN_C), ("o.c", OTHER_C)],
-            &["-pie", "-fpie"],
-        );
+        let bin = build_app(dir.path(), compiler, &["-pie", "-fpie"]);
         let mem = assert_mem_matches(&bin, &mem_spec(&bin, true, 14), dir.path());
         assert!(mem.is_empty(), "{compiler}: {mem:#?}");
     }
@@ -287,13 +274,7 @@ fn mem_event_without_addr_is_tolerated() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = build(
-        dir.path(),
-        "clang-19",
-        "app",
-        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
-        &["-no-pie"],
-    );
+    let bin = build_app(dir.path(), "clang-19", &["-no-pie"]);
     let mem = assert_mem_matches(&bin, &mem_spec(&bin, false, 15), dir.path());
     assert!(mem.is_empty(), "{mem:#?}");
 }
@@ -306,13 +287,7 @@ fn perf2bolt_command_and_basic_mode() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = build(
-        dir.path(),
-        "clang-19",
-        "app",
-        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
-        &["-no-pie"],
-    );
+    let bin = build_app(dir.path(), "clang-19", &["-no-pie"]);
     let capture = dir.path().join("c.perf.data");
     write_capture(&capture, &mem_spec(&bin, true, 16));
     let reference = reference_fdata(PERF2BOLT_22, &bin, &capture, &[], dir.path());
@@ -342,13 +317,7 @@ fn merge_fdata_sums_memory_lines_like_merge_fdata() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bin = build(
-        dir.path(),
-        "clang-19",
-        "app",
-        &[("m.c", MAIN_C), ("o.c", OTHER_C)],
-        &["-no-pie"],
-    );
+    let bin = build_app(dir.path(), "clang-19", &["-no-pie"]);
     let profiles: Vec<PathBuf> = (0..3)
         .map(|i| {
             let capture = dir.path().join(format!("c{i}.perf.data"));
