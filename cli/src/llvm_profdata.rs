@@ -244,9 +244,18 @@ fn parse_weighted(entry: &str) -> Result<(String, u64), BoxError> {
     }
 }
 
-/// `addWeightedInput`: files as given, directories expanded recursively in directory order.
-fn add_input(inputs: &mut Vec<WeightedInput>, path: &Path, weight: u64) -> Result<(), BoxError> {
+/// `addWeightedInput`: files as given, directories expanded recursively in directory order;
+/// `-` (standard input) only where the caller reads it.
+fn add_input(
+    inputs: &mut Vec<WeightedInput>,
+    path: &Path,
+    weight: u64,
+    stdin: Stdin,
+) -> Result<(), BoxError> {
     if path.as_os_str() == engine::instrprof::STDIN {
+        if let Stdin::Refused(why) = stdin {
+            return Err(why.into());
+        }
         inputs.push(WeightedInput {
             path: path.to_path_buf(),
             weight,
@@ -266,6 +275,14 @@ fn add_input(inputs: &mut Vec<WeightedInput>, path: &Path, weight: u64) -> Resul
     Ok(())
 }
 
+/// Whether an input named `-` is standard input.
+#[derive(Clone, Copy)]
+pub(crate) enum Stdin {
+    Read,
+    /// Refused with this message.
+    Refused(&'static str),
+}
+
 fn add_directory(inputs: &mut Vec<WeightedInput>, dir: &Path, weight: u64) -> Result<(), BoxError> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for entry in entries {
@@ -280,31 +297,25 @@ fn add_directory(inputs: &mut Vec<WeightedInput>, dir: &Path, weight: u64) -> Re
 }
 
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
-    let mut inputs = Vec::new();
-    for_each_weighted_source(
+    collect_weighted_inputs(
         &m.positional,
         &m.weighted,
         m.input_files.as_deref(),
-        parse_weighted,
-        |file, weight| add_input(&mut inputs, Path::new(file), weight),
-    )?;
-    if inputs.is_empty() {
-        return Err("no input files specified. See llvm-profdata merge -help".into());
-    }
-    Ok(inputs)
+        Stdin::Read,
+    )
 }
 
-/// Hands `add` the inputs of `llvm-profdata merge` as (path, weight), one at a time in LLVM's
-/// order (so errors come in LLVM's order too): positional files, `--weighted-input`s, then the
-/// lines of the `-f` list (`#` comments skipped, `W,FILE` or `FILE`). `parse_weighted` reads a
-/// `W,FILE` entry.
-pub(crate) fn for_each_weighted_source(
+/// The inputs of `llvm-profdata merge` (instrumentation and sample profiles alike), in LLVM's
+/// order, so that errors come in LLVM's order too: positional files, `--weighted-input`s,
+/// then the lines of the `-f` list (`#` comments skipped, `W,FILE` or `FILE`).
+pub(crate) fn collect_weighted_inputs(
     positional: &[String],
     weighted: &[String],
     input_files: Option<&str>,
-    parse_weighted: fn(&str) -> Result<(String, u64), BoxError>,
-    mut add: impl FnMut(&str, u64) -> Result<(), BoxError>,
-) -> Result<(), BoxError> {
+    stdin: Stdin,
+) -> Result<Vec<WeightedInput>, BoxError> {
+    let mut inputs = Vec::new();
+    let mut add = |file: &str, weight| add_input(&mut inputs, Path::new(file), weight, stdin);
     for p in positional {
         add(p, 1)?;
     }
@@ -327,7 +338,10 @@ pub(crate) fn for_each_weighted_source(
             add(&file, weight)?;
         }
     }
-    Ok(())
+    if inputs.is_empty() {
+        return Err("no input files specified. See llvm-profdata merge -help".into());
+    }
+    Ok(inputs)
 }
 
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {

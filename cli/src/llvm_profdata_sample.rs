@@ -21,10 +21,12 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use engine::output::write_atomically;
 use engine::sampleprof::{self as sp, show, transform, Input, MergeOptions, OutputFormat};
+
+use crate::llvm_profdata::{collect_weighted_inputs, Stdin};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::{Context, FunctionId, Profile};
 
@@ -309,52 +311,17 @@ fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
     Ok(m)
 }
 
-fn parse_weighted(entry: &str) -> Result<(String, u64), BoxError> {
-    let (w, file) = entry.split_once(',').unwrap_or((entry, ""));
-    let digits = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
-    match w.parse::<u64>().ok().filter(|_| digits) {
-        Some(w) if w >= 1 => Ok((file.to_string(), w)),
-        _ => Err("input weight must be a positive integer".into()),
-    }
-}
-
-/// `addWeightedInput`: files as given, directories expanded recursively.
-fn add_input(inputs: &mut Vec<Input>, path: &Path, weight: u64) -> Result<(), BoxError> {
-    if path.as_os_str() == "-" {
-        return Err("reading a profile from standard input is not supported".into());
-    }
-    let meta = std::fs::metadata(path)
-        .map_err(|_| format!("{}: No such file or directory", path.display()))?;
-    if meta.is_file() {
-        inputs.push(Input {
-            path: path.to_path_buf(),
-            weight,
-        });
-    } else if meta.is_dir() {
-        let entries = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        for entry in entries {
-            let p = entry
-                .map_err(|e| format!("{}: {e}", path.display()))?
-                .path();
-            add_input(inputs, &p, weight)?;
-        }
-    }
-    Ok(())
-}
-
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
-    let mut inputs = Vec::new();
-    crate::llvm_profdata::for_each_weighted_source(
-        &m.positional,
-        &m.weighted,
-        m.input_files.as_deref(),
-        parse_weighted,
-        |file, weight| add_input(&mut inputs, Path::new(file), weight),
-    )?;
-    if inputs.is_empty() {
-        return Err("no input files specified. See llvm-profdata merge -help".into());
-    }
-    Ok(inputs)
+    let stdin = Stdin::Refused("reading a profile from standard input is not supported");
+    let inputs =
+        collect_weighted_inputs(&m.positional, &m.weighted, m.input_files.as_deref(), stdin)?;
+    Ok(inputs
+        .into_iter()
+        .map(|i| Input {
+            path: i.path,
+            weight: i.weight,
+        })
+        .collect())
 }
 
 fn read_remapper(path: &str) -> Result<transform::Remapper, BoxError> {
