@@ -79,8 +79,6 @@ impl TraceStats {
 /// One binary's symbolized profile.
 pub struct Fdata<'f> {
     functions: &'f Functions,
-    /// One chunk's branch and fall-through counts while its traces are walked.
-    branches: HashMap<(Loc, Loc), Branch>,
     /// Every chunk's counts, concatenated: a key can appear in more than one chunk, and the
     /// writer sums such lines after sorting (cheaper than merging the chunks' maps).
     lines: Vec<CountedLine>,
@@ -92,8 +90,16 @@ pub struct Fdata<'f> {
     pub out_of_range_samples: u64,
 }
 
+/// The branch and fall-through counts of one chunk of traces, summed in a table.
+struct ChunkWalk<'f> {
+    functions: &'f Functions,
+    branches: HashMap<(Loc, Loc), Branch>,
+    stats: TraceStats,
+}
+
 /// Symbolizes a profile; the functions its traces touch are disassembled in parallel, then
-/// the traces are symbolized in parallel chunks whose tables are summed.
+/// the traces are symbolized in parallel chunks whose counts are concatenated (the writer sums
+/// the keys that more than one chunk counted).
 pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: bool) -> Fdata<'f> {
     let mut fdata = Fdata::new(functions, basic.then(|| profile.events.clone()));
     if basic {
@@ -118,9 +124,13 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
     let parts: Vec<(Vec<CountedLine>, TraceStats)> = traces
         .par_chunks(TRACES_PER_CHUNK)
         .map(|chunk| {
-            let mut part = Fdata::new(functions, None);
-            part.add_traces(&bodies, &mut known_returns.clone(), chunk);
-            (part.branches.into_iter().collect(), part.stats)
+            let mut walk = ChunkWalk {
+                functions,
+                branches: HashMap::new(),
+                stats: TraceStats::default(),
+            };
+            walk.add_traces(&bodies, &mut known_returns.clone(), chunk);
+            (walk.branches.into_iter().collect(), walk.stats)
         })
         .collect();
     fdata
@@ -144,33 +154,11 @@ impl<'f> Fdata<'f> {
     fn new(functions: &'f Functions, basic_events: Option<Vec<String>>) -> Self {
         Fdata {
             functions,
-            branches: HashMap::new(),
             lines: Vec::new(),
             samples: HashMap::new(),
             basic_events,
             stats: TraceStats::default(),
             out_of_range_samples: 0,
-        }
-    }
-
-    /// Branch records and fall-throughs of `traces`; `returns` memoizes `is_return_at`.
-    fn add_traces(
-        &mut self,
-        bodies: &HashMap<u32, Body>,
-        returns: &mut HashMap<u64, bool>,
-        traces: &[((u64, u64, u64), crate::table::Counts)],
-    ) {
-        let mut steps = Vec::new();
-        for &((branch, from, to), c) in traces {
-            let is_return = *returns
-                .entry(branch)
-                .or_insert_with(|| is_return_at(self.functions, branch));
-            if !is_return && branch != FT_ONLY && branch != FT_EXTERNAL_ORIGIN {
-                self.add_branch(branch, from, c.taken, c.mispred);
-            }
-            if to != BR_ONLY {
-                self.add_trace(bodies, (branch, from, to), c.taken, is_return, &mut steps);
-            }
         }
     }
 }
@@ -227,7 +215,28 @@ fn is_return_at(functions: &Functions, addr: u64) -> bool {
     !ins.is_invalid() && ins.flow_control() == FlowControl::Return
 }
 
-impl Fdata<'_> {
+impl ChunkWalk<'_> {
+    /// Branch records and fall-throughs of `traces`; `returns` memoizes `is_return_at`.
+    fn add_traces(
+        &mut self,
+        bodies: &HashMap<u32, Body>,
+        returns: &mut HashMap<u64, bool>,
+        traces: &[((u64, u64, u64), crate::table::Counts)],
+    ) {
+        let mut steps = Vec::new();
+        for &((branch, from, to), c) in traces {
+            let is_return = *returns
+                .entry(branch)
+                .or_insert_with(|| is_return_at(self.functions, branch));
+            if !is_return && branch != FT_ONLY && branch != FT_EXTERNAL_ORIGIN {
+                self.add_branch(branch, from, c.taken, c.mispred);
+            }
+            if to != BR_ONLY {
+                self.add_trace(bodies, (branch, from, to), c.taken, is_return, &mut steps);
+            }
+        }
+    }
+
     /// `doBranch`.
     fn add_branch(&mut self, from: u64, to: u64, count: u64, mispreds: u64) {
         let from = self.locate(from);
@@ -308,7 +317,9 @@ impl Fdata<'_> {
             self.branches.entry(key).or_default().count += count;
         }
     }
+}
 
+impl Fdata<'_> {
     fn add_samples(&mut self, ips: &[(u64, u64)]) {
         for &(pc, hits) in ips {
             if pc == 0 {

@@ -719,8 +719,8 @@ pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOu
         merge_per_context(inputs, options, num_contexts, &cache)
     } else {
         merge_pipelined(inputs, options, num_contexts, &cache)
+            .map_err(|_| "the merging thread panicked".to_string())?
     };
-    let contexts = contexts.map_err(|_| "the merging thread panicked".to_string())?;
     let merged = reduce_contexts(contexts)?;
     let num_errors = merged.errors.len();
     let failed = match options.failure_mode {
@@ -743,8 +743,8 @@ fn merge_per_context(
     options: &MergeOptions,
     num_contexts: usize,
     cache: &NameTableCache,
-) -> std::thread::Result<Vec<Context>> {
-    let contexts = (0..num_contexts)
+) -> Vec<Context> {
+    (0..num_contexts)
         .into_par_iter()
         .map(|k| {
             let pool = Pool::default();
@@ -754,8 +754,7 @@ fn merge_per_context(
             }
             context
         })
-        .collect();
-    Ok(contexts)
+        .collect()
 }
 
 /// Fewer contexts than threads: inputs are decoded in parallel, a window at a time, while one
