@@ -166,7 +166,6 @@ pub fn write_fdata_of(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     let (binary, data, functions) = (&loaded.path, &loaded.data, &loaded.functions);
-    let loaded = loaded.seconds;
     let fdata = symbolize(profile, functions, basic);
     // perf2bolt writes memory lines after the branch lines, and only in branch mode.
     let mem = if basic || profile.mem.is_empty() {
@@ -181,9 +180,9 @@ pub fn write_fdata_of(
         engine::bolt::memory::write(&mem, out)
     })?;
     eprintln!(
-        "profmill: {}: functions {loaded:.2} s, symbolized {:.2} s, written {:.2} s",
+        "profmill: {}: functions {:.2} s, symbolized {symbolized:.2} s, written {:.2} s",
         binary.display(),
-        symbolized - loaded,
+        loaded.seconds,
         started.elapsed().as_secs_f64() - symbolized
     );
     let s = fdata.stats;
