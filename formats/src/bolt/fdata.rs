@@ -86,6 +86,11 @@ impl<W: Write> FdataWriter<W> {
     ) -> io::Result<()> {
         self.location(from, b"1 ", b"0 ")?;
         self.location(to, b"1 ", b"0 ")?;
+        self.branch_counts(mispreds, count)
+    }
+
+    /// The end of a branch line: `<mispreds> <count>\n`.
+    fn branch_counts(&mut self, mispreds: i64, count: i64) -> io::Result<()> {
         self.decimal(mispreds)?;
         self.out.write_all(b" ")?;
         self.decimal(count)?;
@@ -121,10 +126,7 @@ impl<W: Write> FdataWriter<W> {
         self.out.write_all(to_prefix)?;
         self.out.write_all(format_hex(to_offset, &mut buf))?;
         self.out.write_all(b" ")?;
-        self.decimal(mispreds)?;
-        self.out.write_all(b" ")?;
-        self.decimal(count)?;
-        self.out.write_all(b"\n")
+        self.branch_counts(mispreds, count)
     }
 
     fn location(
