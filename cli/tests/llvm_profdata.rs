@@ -5,38 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
+mod common;
+use common::{
+    have_tool, llvm_profdata_corpus as corpus, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA,
+};
+
 const CLANG: &str = "clang-19";
-
-fn have_tool(tool: &str) -> bool {
-    let found = if tool.contains('/') {
-        Path::new(tool).exists()
-    } else {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if found {
-        return true;
-    }
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: {tool} is not installed (PROFMILL_SKIP_EXTERNAL=1)");
-        return false;
-    }
-    panic!("{tool} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip");
-}
-
-fn corpus() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/llvm-profdata");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} is missing", dir.display());
-        None
-    }
-}
 
 struct Run {
     output: Output,
@@ -236,18 +210,6 @@ int main(int argc, char **argv) {
   std::printf("%d\n", s);
 }
 "#;
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// Builds the program with `flags` (the library is linked in statically unless `shared`) and
 /// runs it once per argument, each run writing its own raw profile.

@@ -5,23 +5,11 @@
 use std::path::Path;
 use std::process::Command;
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
+mod common;
+use common::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn have_tools() -> bool {
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: PROFMILL_SKIP_EXTERNAL=1");
-        return false;
-    }
-    let clang = Command::new("sh")
-        .arg("-c")
-        .arg("command -v clang-19")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        clang && Path::new(LLVM_PROFDATA).exists(),
-        "clang-19 and llvm-profdata-19 are needed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1"
-    );
-    true
+    have_tool("clang-19") && have_tool(LLVM_PROFDATA)
 }
 
 fn merge(program: &str, prefix: &[&str], args: &[String], out: &Path) -> (bool, Option<Vec<u8>>) {

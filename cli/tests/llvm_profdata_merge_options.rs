@@ -2,31 +2,11 @@
 //! against llvm-profdata-19: the same verdict for every pattern (LLVM's POSIX regex errors
 //! included), byte-identical output, and the same "N of M functions … are filtered." note.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-
-fn have_tool(tool: &str) -> bool {
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: PROFMILL_SKIP_EXTERNAL=1 ({tool})");
-        return false;
-    }
-    let found = if tool.contains('/') {
-        Path::new(tool).exists()
-    } else {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    assert!(
-        found,
-        "{tool} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip"
-    );
-    true
-}
+mod common;
+use common::{have_tool, llvm_profdata_corpus as corpus, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn merge(program: &str, prefix: &[&str], args: &[String], out: &Path) -> (Output, Option<Vec<u8>>) {
     let _ = std::fs::remove_file(out);
@@ -239,11 +219,6 @@ fn function_filters_follow_llvm_regex_semantics() {
         args.extend(extra.iter().map(|s| s.to_string()));
         assert_same(&args, dir, &format!("both filters {extra:?}"));
     }
-}
-
-fn corpus() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/llvm-profdata");
-    dir.is_dir().then_some(dir)
 }
 
 #[test]

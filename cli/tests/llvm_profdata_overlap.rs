@@ -2,41 +2,13 @@
 //! status) on corpus inputs and on profiles made here by clang-19, including indirect-call,
 //! memop and vtable value profiles, context-sensitive profiles and every filter option.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-
-fn have_tool(tool: &str) -> bool {
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: PROFMILL_SKIP_EXTERNAL=1 ({tool})");
-        return false;
-    }
-    let found = if tool.contains('/') {
-        Path::new(tool).exists()
-    } else {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    assert!(
-        found,
-        "{tool} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip"
-    );
-    true
-}
-
-fn corpus() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/llvm-profdata");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} is missing", dir.display());
-        None
-    }
-}
+mod common;
+use common::{
+    have_tool, llvm_profdata_corpus as corpus, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA,
+};
 
 fn run(program: &str, prefix: &[&str], args: &[String]) -> Output {
     Command::new(program)
@@ -170,18 +142,6 @@ fn output_file_wrong_arguments_and_zero_sums() {
     let read = |i: usize| std::fs::read(tmp.path().join(format!("out{i}.txt"))).unwrap();
     assert!(!read(0).is_empty());
     assert_eq!(read(1), read(0), "-o output differs");
-}
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// Indirect calls whose targets shift with the argument, memcpy sizes likewise, so that two

@@ -8,42 +8,14 @@ use std::process::{Command, Output};
 
 use corpus::raw_v11::{raw_v10_to_v11, raw_v10_to_v11_with_uniform};
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-const CLANG: &str = "clang-19";
+mod common;
+use common::{have_tool, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
-fn have_tool(tool: &str) -> bool {
-    let found = if tool.contains('/') {
-        Path::new(tool).exists()
-    } else {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if found {
-        return true;
-    }
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: {tool} is not installed (PROFMILL_SKIP_EXTERNAL=1)");
-        return false;
-    }
-    panic!("{tool} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip");
-}
+const CLANG: &str = "clang-19";
 
 fn run(cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
-}
-
-fn run_ok(cmd: &mut Command) -> Output {
-    let out = run(cmd);
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// Indirect calls and memcpy sizes give IR value profiles; `pick` a condition for MC/DC.

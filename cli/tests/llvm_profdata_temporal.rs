@@ -6,28 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-
-fn have_tool(tool: &str) -> bool {
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: PROFMILL_SKIP_EXTERNAL=1 ({tool})");
-        return false;
-    }
-    let found = if tool.contains('/') {
-        Path::new(tool).exists()
-    } else {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    assert!(
-        found,
-        "{tool} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip"
-    );
-    true
-}
+mod common;
+use common::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn merge(program: &str, prefix: &[&str], args: &[String], out: &Path) -> Option<Vec<u8>> {
     let _ = std::fs::remove_file(out);

@@ -6,6 +6,18 @@ use std::process::{Command, Output, Stdio};
 
 pub const PERF2BOLT_22: &str = "/usr/lib/llvm-22/bin/perf2bolt";
 pub const PERF2BOLT_19: &str = "/usr/lib/llvm-19/bin/perf2bolt";
+pub const LLVM_PROFDATA_19: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
+
+/// `../shared/corpus/llvm-profdata`, or `None` (with a note) where the corpus is missing.
+pub fn llvm_profdata_corpus() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/llvm-profdata");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: {} is missing", dir.display());
+        None
+    }
+}
 
 pub fn profmill() -> Command {
     Command::new(env!("CARGO_BIN_EXE_profmill"))
