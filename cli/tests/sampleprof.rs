@@ -3,22 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-
-fn profmill() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_profmill"))
-}
+mod common;
+use common::{have_tool, profmill, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn have_llvm() -> bool {
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: PROFMILL_SKIP_EXTERNAL=1");
-        return false;
-    }
-    assert!(
-        Path::new(LLVM_PROFDATA).exists(),
-        "{LLVM_PROFDATA} is not installed; run .ci/run or set PROFMILL_SKIP_EXTERNAL=1"
-    );
-    true
+    have_tool(LLVM_PROFDATA)
 }
 
 fn corpus(name: &str) -> Option<PathBuf> {
