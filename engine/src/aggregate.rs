@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use hashbrown::HashMap;
-use rayon::slice::ParallelSliceMut;
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::perf::Sample;
@@ -12,6 +11,7 @@ use crate::binary::BinaryInfo;
 use crate::capture::{self, Input, SideBand, Sink};
 use crate::error::{Error, Result};
 use crate::mapping::{binary_maps, BinaryMaps, ProcessMap, Rules};
+pub use crate::table::TraceOrder;
 use crate::table::{merge_into, Counts, IpKey, Trace, TraceKey, TraceTable, BATCH};
 
 /// perf2bolt's `--ignore-interrupt-lbr` (on by default): entries touching the kernel are dropped
@@ -47,6 +47,14 @@ pub struct BinaryTable {
 }
 
 impl BinaryTable {
+    fn for_binary(binary: &BinaryInfo) -> BinaryTable {
+        let (start, end) = binary.span();
+        BinaryTable {
+            traces: TraceTable::for_span(start, end),
+            ..Default::default()
+        }
+    }
+
     #[inline]
     fn note_pid(&mut self, pid: u32) {
         if self.last_pid != Some(pid) {
@@ -281,16 +289,6 @@ pub struct Request {
     pub trace_order: TraceOrder,
 }
 
-/// The order of a profile's traces: both are total orders on the same keys.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TraceOrder {
-    /// By (branch, fall-through start, fall-through end): the pre-aggregated output order.
-    #[default]
-    ByBranch,
-    /// By (fall-through start, branch, fall-through end): the order symbolization walks.
-    ByStart,
-}
-
 /// One binary's profile, in the binary's own addresses.
 #[derive(Clone, Debug, Default)]
 pub struct BinaryProfile {
@@ -342,11 +340,7 @@ pub fn aggregate(
                 basic,
                 mem_events,
                 resolver: Some(r.clone()),
-                per_binary: req
-                    .binaries
-                    .iter()
-                    .map(|_| BinaryTable::default())
-                    .collect(),
+                per_binary: req.binaries.iter().map(BinaryTable::for_binary).collect(),
                 ..Default::default()
             },
             None => Tables {
@@ -504,15 +498,7 @@ fn finish(table: BinaryTable, side: &SideBand, basic: bool, order: TraceOrder) -
             ..Default::default()
         };
     }
-    let mut traces: Vec<_> = table
-        .traces
-        .iter()
-        .map(|(k, c)| ((k[0], k[1], k[2]), c))
-        .collect();
-    match order {
-        TraceOrder::ByBranch => traces.par_sort_unstable_by_key(|(k, _)| *k),
-        TraceOrder::ByStart => traces.par_sort_unstable_by_key(|&((b, f, t), _)| (f, b, t)),
-    }
+    let traces = table.traces.into_sorted(order).expand();
     BinaryProfile {
         traces,
         pids,
@@ -573,7 +559,7 @@ fn location(binary: &BinaryInfo, maps: &BinaryMaps, map: &ProcessMap, addr: u64)
 /// Places the pid-keyed tables of a streamed capture in one binary, exactly as the decode loop
 /// does for indexed captures.
 fn place_raw(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> BinaryTable {
-    let mut table = BinaryTable::default();
+    let mut table = BinaryTable::for_binary(binary);
     for (k, c) in &tables.traces {
         let Some(map) = maps.by_pid.get(&k.pid) else {
             continue;

@@ -31,7 +31,12 @@ pub struct BinaryInfo {
 
 impl BinaryInfo {
     pub fn load(path: &Path) -> Result<BinaryInfo> {
-        let data = std::fs::read(path).map_err(crate::error::io_error(path))?;
+        // Mapped, not read: only the headers are looked at, and copying a large binary into
+        // fresh memory cost more than the whole rest of this.
+        let file = std::fs::File::open(path).map_err(crate::error::io_error(path))?;
+        // SAFETY: a read-only private mapping; another process truncating the binary while we
+        // read its headers is undefined, as for every mmap reader.
+        let data = unsafe { memmap2::Mmap::map(&file) }.map_err(crate::error::io_error(path))?;
         Self::parse(path, &data)
     }
 
@@ -91,6 +96,12 @@ impl BinaryInfo {
     }
 
     /// True if `addr` (a link-time address) lies in one of the loaded segments.
+    #[inline]
+    /// `[lowest segment start, highest segment end)`.
+    pub fn span(&self) -> (u64, u64) {
+        self.span
+    }
+
     #[inline]
     pub fn contains(&self, addr: u64) -> bool {
         if addr < self.span.0 || addr >= self.span.1 {

@@ -2,7 +2,9 @@
 //! Keys carry the pid because a sample can only be placed in a binary once every mmap event of
 //! its process is known, which for streams is only at the end.
 
+use bytemuck::Zeroable;
 use hashbrown::HashMap;
+use rayon::slice::ParallelSliceMut;
 
 /// BOLT's `Trace`: a taken branch `branch → from` followed by straight-line execution from
 /// `from` to `to` (the source of the next newer branch; `BR_ONLY` for the newest entry).
@@ -56,41 +58,50 @@ pub fn merge_into<K: std::hash::Hash + Eq, V>(
 /// A trace key in the binary's addresses: (branch, fall-through start, fall-through end).
 pub type Trace = [u64; 3];
 
-/// 32 bytes, two to a cache line: counts are 32-bit here, and what a slot cannot hold goes to
-/// the table's overflow map (a trace taken 2^32 times needs a capture of hundreds of GB).
-#[derive(Clone, Copy, Default, bytemuck::Zeroable, bytemuck::Pod)]
-#[repr(C)]
-struct Slot {
-    key: Trace,
-    /// 0 marks an empty slot: every stored trace was taken at least once.
-    taken: u32,
-    mispred: u32,
+/// A key of a [`CountTable`]: a few addresses, packed.
+pub trait TableKey: Copy + Eq + std::hash::Hash + bytemuck::Zeroable + Send + Sync {
+    fn hash64(&self) -> u64;
 }
 
-/// An open-addressing table of trace counts built for the decode loop: a whole branch stack is
-/// hashed first and its slots prefetched, so the cache misses of up to 64 inserts overlap
-/// instead of being paid one after another (the table rarely fits in cache).
-pub struct TraceTable {
-    slots: Slots,
-    len: usize,
-    mask: usize,
-    /// Counts beyond what a slot's 32-bit fields hold, added to the slot's own.
-    overflow: HashMap<Trace, Counts>,
+/// A multiply whose 128-bit product is folded back to 64 bits: every input bit reaches the low
+/// bits the table indexes with.
+#[inline(always)]
+fn fold_multiply(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
 }
 
-impl Default for TraceTable {
-    fn default() -> Self {
-        TraceTable::with_capacity_pow2(1 << 12)
+const HASH_SEEDS: [u64; 3] = [
+    0x9e37_79b9_7f4a_7c15,
+    0xc2b2_ae3d_27d4_eb4f,
+    0x1656_67b1_9e37_79f9,
+];
+
+impl<T, const N: usize> TableKey for [T; N]
+where
+    T: Copy + Eq + std::hash::Hash + Into<u64> + Send + Sync,
+    [T; N]: bytemuck::Zeroable,
+{
+    #[inline(always)]
+    fn hash64(&self) -> u64 {
+        let mut h = 0x243f_6a88_85a3_08d3u64;
+        for (i, &x) in self.iter().enumerate() {
+            h = fold_multiply(h ^ x.into(), HASH_SEEDS[i % HASH_SEEDS.len()]);
+        }
+        h
     }
 }
 
-#[inline(always)]
-fn hash_trace(k: &Trace) -> u64 {
-    let h = k[0].wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        ^ k[1].rotate_left(23).wrapping_mul(0xc2b2_ae3d_27d4_eb4f)
-        ^ k[2].rotate_left(47).wrapping_mul(0x1656_67b1_9e37_79f9);
-    h ^ (h >> 31)
+/// A slot: `count == 0` marks it empty (every stored key was counted at least once).
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Slot<K> {
+    key: K,
+    count: u32,
 }
+
+// SAFETY: `Slot` is `repr(C)` and its fields are `Zeroable`; all zeroes is an empty slot.
+unsafe impl<K: bytemuck::Zeroable> bytemuck::Zeroable for Slot<K> {}
 
 #[inline(always)]
 fn prefetch<T>(p: *const T) {
@@ -106,54 +117,84 @@ fn prefetch<T>(p: *const T) {
 /// A table's zeroed slots: small ones on the heap; large ones in an anonymous mapping backed by
 /// transparent huge pages where the kernel allows, since the tables are touched at random and
 /// one fault per 4 KiB page cost more system time than the decoding itself.
-enum Slots {
-    Heap(Vec<Slot>),
-    Mapped(memmap2::MmapMut),
+struct Slots<K> {
+    heap: Vec<Slot<K>>,
+    mapped: Option<memmap2::MmapMut>,
+    len: usize,
 }
 
 /// Tables from this size up are mapped (one huge page).
 const MAPPED_BYTES: usize = 2 << 20;
 
-impl Slots {
-    fn zeroed(count: usize) -> Slots {
-        let bytes = count * std::mem::size_of::<Slot>();
+impl<K: bytemuck::Zeroable> Slots<K> {
+    fn zeroed(count: usize) -> Slots<K> {
+        let bytes = count * std::mem::size_of::<Slot<K>>();
         if bytes >= MAPPED_BYTES {
             if let Ok(map) = memmap2::MmapMut::map_anon(bytes) {
                 #[cfg(target_os = "linux")]
                 let _ = map.advise(memmap2::Advice::HugePage);
-                return Slots::Mapped(map);
+                return Slots {
+                    heap: Vec::new(),
+                    mapped: Some(map),
+                    len: count,
+                };
             }
         }
-        Slots::Heap(bytemuck::zeroed_vec(count))
-    }
-}
-
-impl std::ops::Deref for Slots {
-    type Target = [Slot];
-    fn deref(&self) -> &[Slot] {
-        match self {
-            Slots::Heap(v) => v,
-            // A mapping is page-aligned and a whole number of slots long.
-            Slots::Mapped(m) => bytemuck::cast_slice(m),
+        Slots {
+            heap: bytemuck::zeroed_vec(count),
+            mapped: None,
+            len: count,
         }
     }
 }
 
-impl std::ops::DerefMut for Slots {
-    fn deref_mut(&mut self) -> &mut [Slot] {
-        match self {
-            Slots::Heap(v) => v,
-            Slots::Mapped(m) => bytemuck::cast_slice_mut(m),
+impl<K> std::ops::Deref for Slots<K> {
+    type Target = [Slot<K>];
+    fn deref(&self) -> &[Slot<K>] {
+        match &self.mapped {
+            // SAFETY: the mapping is page-aligned (more than `Slot`'s alignment), exactly
+            // `len` slots long, zero-filled when made (all zeroes is a valid `Slot`), and only
+            // ever written through `&mut self`.
+            Some(m) => unsafe { std::slice::from_raw_parts(m.as_ptr().cast(), self.len) },
+            None => &self.heap,
         }
     }
 }
 
-/// The largest batch [`TraceTable::add_batch`] prefetches at once.
+impl<K> std::ops::DerefMut for Slots<K> {
+    fn deref_mut(&mut self) -> &mut [Slot<K>] {
+        match &mut self.mapped {
+            // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
+            Some(m) => unsafe { std::slice::from_raw_parts_mut(m.as_mut_ptr().cast(), self.len) },
+            None => &mut self.heap,
+        }
+    }
+}
+
+/// The largest batch [`CountTable::add_batch`] prefetches at once.
 pub const BATCH: usize = 64;
 
-impl TraceTable {
+/// An open-addressing table of counts built for the decode loop: a whole batch of keys is
+/// hashed first and its slots prefetched, so the cache misses of up to 64 inserts overlap
+/// instead of being paid one after another (the table rarely fits in cache). Counts are 32-bit
+/// in the slots; what a slot cannot hold goes to the overflow map (a key counted 2^32 times
+/// needs a capture of hundreds of GB).
+pub struct CountTable<K> {
+    slots: Slots<K>,
+    len: usize,
+    mask: usize,
+    overflow: HashMap<K, u64>,
+}
+
+impl<K: TableKey> Default for CountTable<K> {
+    fn default() -> Self {
+        CountTable::with_capacity_pow2(1 << 10)
+    }
+}
+
+impl<K: TableKey> CountTable<K> {
     fn with_capacity_pow2(cap: usize) -> Self {
-        TraceTable {
+        CountTable {
             slots: Slots::zeroed(cap),
             len: 0,
             mask: cap - 1,
@@ -169,100 +210,500 @@ impl TraceTable {
         self.len == 0
     }
 
-    /// Adds `taken` and `mispred` to `key`'s counts (`taken` must be at least 1).
+    /// Whether `extra` more keys would take the table past its load limit (3/4: linear probing
+    /// stays short, and the slots are what the decode loop's cache misses are made of).
     #[inline(always)]
-    pub fn add(&mut self, key: Trace, taken: u64, mispred: u64) {
-        self.add_hashed(key, hash_trace(&key), taken, mispred);
+    fn over_limit(&self, extra: usize) -> bool {
+        (self.len + extra) * 4 > self.slots.len() * 3
     }
 
-    /// Adds one taken count (and the misprediction) for every trace of a batch.
+    /// Adds `n` (at least 1) to `key`'s count.
+    #[inline(always)]
+    pub fn add(&mut self, key: K, n: u64) {
+        self.add_hashed(key, key.hash64(), n);
+    }
+
+    /// Adds one to the count of every key of a batch.
     #[inline]
-    pub fn add_batch(&mut self, batch: &[(Trace, bool)]) {
+    pub fn add_batch(&mut self, batch: &[K]) {
         // Grow first so the prefetched slots stay valid for the whole batch.
-        if (self.len + batch.len()) * 2 > self.slots.len() {
+        if self.over_limit(batch.len()) {
             self.grow();
         }
         let mut hashes = [0u64; BATCH];
-        for (h, (key, _)) in hashes.iter_mut().zip(batch) {
-            *h = hash_trace(key);
+        for (h, key) in hashes.iter_mut().zip(batch) {
+            *h = key.hash64();
             prefetch(&self.slots[*h as usize & self.mask]);
         }
-        for (&h, &(key, mispred)) in hashes.iter().zip(batch) {
-            self.add_hashed(key, h, 1, mispred as u64);
+        for (&h, &key) in hashes.iter().zip(batch) {
+            self.add_hashed(key, h, 1);
         }
     }
 
     #[inline(always)]
-    fn add_hashed(&mut self, key: Trace, hash: u64, taken: u64, mispred: u64) {
+    fn add_hashed(&mut self, key: K, hash: u64, n: u64) {
         let mut i = hash as usize & self.mask;
         loop {
             let slot = &mut self.slots[i];
-            if slot.taken == 0 {
+            if slot.count == 0 {
                 slot.key = key;
-                slot.taken = 1;
-                self.add_counts(i, taken - 1, mispred);
+                slot.count = 1;
+                self.add_count(i, n - 1);
                 self.len += 1;
-                if self.len * 2 > self.slots.len() {
+                if self.over_limit(0) {
                     self.grow();
                 }
                 return;
             }
             if slot.key == key {
-                self.add_counts(i, taken, mispred);
+                self.add_count(i, n);
                 return;
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    /// Adds to slot `i`'s counts, or to the overflow map what would not fit.
+    /// Adds to slot `i`'s count, or to the overflow map what would not fit.
     #[inline(always)]
-    fn add_counts(&mut self, i: usize, taken: u64, mispred: u64) {
+    fn add_count(&mut self, i: usize, n: u64) {
         let slot = &mut self.slots[i];
-        let t = u64::from(slot.taken) + taken;
-        let m = u64::from(slot.mispred) + mispred;
-        match (u32::try_from(t), u32::try_from(m)) {
-            (Ok(t), Ok(m)) => {
-                slot.taken = t;
-                slot.mispred = m;
-            }
-            _ => self
-                .overflow
-                .entry(slot.key)
-                .or_default()
-                .add(Counts { taken, mispred }),
+        match u32::try_from(u64::from(slot.count) + n) {
+            Ok(c) => slot.count = c,
+            Err(_) => *self.overflow.entry(slot.key).or_default() += n,
         }
     }
 
     fn grow(&mut self) {
-        let mut old = std::mem::replace(self, TraceTable::with_capacity_pow2(self.slots.len() * 2));
+        let bigger = CountTable::with_capacity_pow2(self.slots.len() * 2);
+        let mut old = std::mem::replace(self, bigger);
         self.overflow = std::mem::take(&mut old.overflow);
-        for s in old.slots.iter().filter(|s| s.taken != 0) {
-            self.add(s.key, u64::from(s.taken), u64::from(s.mispred));
+        for s in old.slots.iter().filter(|s| s.count != 0) {
+            self.add(s.key, u64::from(s.count));
         }
     }
 
     /// Adds every entry of `other`.
-    pub fn merge(&mut self, other: TraceTable) {
-        for (key, c) in other.iter() {
-            self.add(key, c.taken, c.mispred);
+    pub fn merge(&mut self, other: CountTable<K>) {
+        for (key, n) in other.iter() {
+            self.add(key, n);
+        }
+    }
+
+    /// The entries sorted by `order`, in the table's own storage: the occupied slots are moved
+    /// to the front and sorted there, so finishing a table allocates nothing.
+    pub fn into_sorted<O: Ord>(mut self, order: impl Fn(&K) -> O + Sync) -> SortedCounts<K> {
+        let slots = &mut self.slots[..];
+        let mut len = 0;
+        for i in 0..slots.len() {
+            if slots[i].count != 0 {
+                slots[len] = slots[i];
+                len += 1;
+            }
+        }
+        slots[..len].par_sort_unstable_by_key(|s| order(&s.key));
+        SortedCounts {
+            slots: self.slots,
+            len,
+            overflow: self.overflow,
         }
     }
 
     /// All entries, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (Trace, Counts)> + '_ {
-        self.slots.iter().filter(|s| s.taken != 0).map(|s| {
-            let mut counts = Counts {
-                taken: u64::from(s.taken),
-                mispred: u64::from(s.mispred),
+    pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
+        self.slots.iter().filter(|s| s.count != 0).map(|s| {
+            let more = match self.overflow.is_empty() {
+                true => 0,
+                false => self.overflow.get(&s.key).copied().unwrap_or(0),
             };
-            if !self.overflow.is_empty() {
-                if let Some(&more) = self.overflow.get(&s.key) {
-                    counts.add(more);
+            (s.key, u64::from(s.count) + more)
+        })
+    }
+}
+
+/// A finished [`CountTable`]: its entries in order.
+pub struct SortedCounts<K> {
+    slots: Slots<K>,
+    len: usize,
+    overflow: HashMap<K, u64>,
+}
+
+impl<K: TableKey> SortedCounts<K> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
+        self.slots[..self.len].iter().map(|s| {
+            let more = match self.overflow.is_empty() {
+                true => 0,
+                false => self.overflow.get(&s.key).copied().unwrap_or(0),
+            };
+            (s.key, u64::from(s.count) + more)
+        })
+    }
+}
+
+/// The order of a profile's traces: both are total orders on the same keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceOrder {
+    /// By (branch, fall-through start, fall-through end): the pre-aggregated output order.
+    #[default]
+    ByBranch,
+    /// By (fall-through start, branch, fall-through end): the order symbolization walks.
+    ByStart,
+}
+
+impl TraceOrder {
+    /// The sort key of a trace (or, with `t` zero, of a branch) in this order.
+    #[inline(always)]
+    fn key<T: Copy>(self, [b, f, t]: [T; 3]) -> [T; 3] {
+        match self {
+            TraceOrder::ByBranch => [b, f, t],
+            TraceOrder::ByStart => [f, b, t],
+        }
+    }
+
+    #[inline(always)]
+    fn branch_key<T: Copy>(self, [b, f]: [T; 2]) -> [T; 2] {
+        match self {
+            TraceOrder::ByBranch => [b, f],
+            TraceOrder::ByStart => [f, b],
+        }
+    }
+}
+
+/// How a [`TraceTable`] packs addresses. A binary's locations are 0 (outside it), all-ones (no
+/// address) or an address inside it: when the binary spans less than 4 GiB they fit 32 bits as
+/// offsets from its lowest address, which halves the slots the decode loop misses the cache on.
+/// The packing keeps the order of the addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packing {
+    base: u64,
+}
+
+impl Packing {
+    /// The packing for a binary spanning `[start, end)`, if its locations fit 32 bits.
+    pub fn for_span(start: u64, end: u64) -> Option<Packing> {
+        let base = start.max(1);
+        (end.saturating_sub(base) < u64::from(u32::MAX) - 1).then_some(Packing { base })
+    }
+
+    /// `addr` must be 0, all-ones or inside the span.
+    #[inline(always)]
+    pub fn pack(self, addr: u64) -> u32 {
+        match addr {
+            0 => 0,
+            u64::MAX => u32::MAX,
+            a => (a - self.base + 1) as u32,
+        }
+    }
+
+    #[inline(always)]
+    pub fn unpack(self, p: u32) -> u64 {
+        match p {
+            0 => 0,
+            u32::MAX => u64::MAX,
+            p => u64::from(p) - 1 + self.base,
+        }
+    }
+}
+
+/// Counts a batch of traces in `traces` and their mispredictions in `mispreds`, both batched
+/// (mispredictions are rarer, but their table is no likelier to be in cache).
+#[inline(always)]
+fn add_batch_to<T: Copy + Into<u64>>(
+    traces: &mut CountTable<[T; 3]>,
+    mispreds: &mut CountTable<[T; 2]>,
+    batch: &[(Trace, bool)],
+    pack: impl Fn(Trace) -> [T; 3],
+) where
+    [T; 3]: TableKey,
+    [T; 2]: TableKey,
+{
+    let mut keys = [<[T; 3]>::zeroed(); BATCH];
+    let mut mispredicted = [<[T; 2]>::zeroed(); BATCH];
+    let mut m = 0;
+    for (k, &(trace, mispred)) in keys.iter_mut().zip(batch) {
+        *k = pack(trace);
+        mispredicted[m] = [k[0], k[1]];
+        m += mispred as usize;
+    }
+    traces.add_batch(&keys[..batch.len()]);
+    if m > 0 {
+        mispreds.add_batch(&mispredicted[..m]);
+    }
+}
+
+/// A binary's trace counts, and its mispredictions per branch (all any output needs of them:
+/// BOLT keeps mispredictions per branch, not per trace).
+pub enum TraceTable {
+    Packed {
+        packing: Packing,
+        traces: CountTable<[u32; 3]>,
+        mispreds: CountTable<[u32; 2]>,
+    },
+    Wide {
+        traces: CountTable<[u64; 3]>,
+        mispreds: CountTable<[u64; 2]>,
+    },
+}
+
+impl Default for TraceTable {
+    fn default() -> Self {
+        TraceTable::Wide {
+            traces: CountTable::default(),
+            mispreds: CountTable::default(),
+        }
+    }
+}
+
+impl TraceTable {
+    /// A table for a binary spanning `[start, end)`.
+    pub fn for_span(start: u64, end: u64) -> TraceTable {
+        match Packing::for_span(start, end) {
+            Some(packing) => TraceTable::Packed {
+                packing,
+                traces: CountTable::default(),
+                mispreds: CountTable::default(),
+            },
+            None => TraceTable::default(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            TraceTable::Packed { traces, .. } => traces.len(),
+            TraceTable::Wide { traces, .. } => traces.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `taken` (at least 1) and `mispred` to `trace`'s counts. Its addresses must be
+    /// locations in the table's binary (see [`Packing`]).
+    pub fn add(&mut self, trace: Trace, taken: u64, mispred: u64) {
+        let [b, f, t] = trace;
+        match self {
+            TraceTable::Packed {
+                packing: p,
+                traces,
+                mispreds,
+            } => {
+                traces.add([p.pack(b), p.pack(f), p.pack(t)], taken);
+                if mispred != 0 {
+                    mispreds.add([p.pack(b), p.pack(f)], mispred);
                 }
             }
-            (s.key, counts)
-        })
+            TraceTable::Wide { traces, mispreds } => {
+                traces.add(trace, taken);
+                if mispred != 0 {
+                    mispreds.add([b, f], mispred);
+                }
+            }
+        }
+    }
+
+    /// Counts every trace of a batch once, and its misprediction.
+    #[inline]
+    pub fn add_batch(&mut self, batch: &[(Trace, bool)]) {
+        match self {
+            TraceTable::Packed {
+                packing: p,
+                traces,
+                mispreds,
+            } => {
+                let pack = |[b, f, t]: Trace| [p.pack(b), p.pack(f), p.pack(t)];
+                add_batch_to(traces, mispreds, batch, pack);
+            }
+            TraceTable::Wide { traces, mispreds } => {
+                add_batch_to(traces, mispreds, batch, |t| t);
+            }
+        }
+    }
+
+    /// Adds every count of `other`.
+    pub fn merge(&mut self, other: TraceTable) {
+        match (self, other) {
+            (
+                TraceTable::Packed {
+                    packing,
+                    traces,
+                    mispreds,
+                },
+                TraceTable::Packed {
+                    packing: q,
+                    traces: t,
+                    mispreds: m,
+                },
+            ) if *packing == q => {
+                traces.merge(t);
+                mispreds.merge(m);
+            }
+            (
+                TraceTable::Wide { traces, mispreds },
+                TraceTable::Wide {
+                    traces: t,
+                    mispreds: m,
+                },
+            ) => {
+                traces.merge(t);
+                mispreds.merge(m);
+            }
+            (this, other) => {
+                for (trace, taken) in other.traces() {
+                    this.add(trace, taken, 0);
+                }
+                for ([b, f], m) in other.mispreds() {
+                    // Every mispredicted branch was counted with one of its traces.
+                    this.add_mispreds([b, f], m);
+                }
+            }
+        }
+    }
+
+    fn add_mispreds(&mut self, [b, f]: [u64; 2], n: u64) {
+        match self {
+            TraceTable::Packed {
+                packing: p,
+                mispreds,
+                ..
+            } => mispreds.add([p.pack(b), p.pack(f)], n),
+            TraceTable::Wide { mispreds, .. } => mispreds.add([b, f], n),
+        }
+    }
+
+    /// The table's traces and mispredictions, each sorted in `order`.
+    pub fn into_sorted(self, order: TraceOrder) -> SortedTraces {
+        match self {
+            TraceTable::Packed {
+                packing,
+                traces,
+                mispreds,
+            } => SortedTraces::Packed {
+                packing,
+                traces: traces.into_sorted(|&k| order.key(k)),
+                mispreds: mispreds.into_sorted(|&k| order.branch_key(k)),
+            },
+            TraceTable::Wide { traces, mispreds } => SortedTraces::Wide {
+                traces: traces.into_sorted(|&k| order.key(k)),
+                mispreds: mispreds.into_sorted(|&k| order.branch_key(k)),
+            },
+        }
+    }
+
+    /// Every trace and how often it was taken, in no particular order.
+    pub fn traces(&self) -> Box<dyn Iterator<Item = (Trace, u64)> + '_> {
+        match self {
+            TraceTable::Packed {
+                packing: p, traces, ..
+            } => Box::new(
+                traces
+                    .iter()
+                    .map(|([b, f, t], n)| ([p.unpack(b), p.unpack(f), p.unpack(t)], n)),
+            ),
+            TraceTable::Wide { traces, .. } => Box::new(traces.iter()),
+        }
+    }
+
+    /// Mispredictions per branch (source, target), in no particular order.
+    pub fn mispreds(&self) -> Box<dyn Iterator<Item = ([u64; 2], u64)> + '_> {
+        match self {
+            TraceTable::Packed {
+                packing: p,
+                mispreds,
+                ..
+            } => Box::new(
+                mispreds
+                    .iter()
+                    .map(|([b, f], n)| ([p.unpack(b), p.unpack(f)], n)),
+            ),
+            TraceTable::Wide { mispreds, .. } => Box::new(mispreds.iter()),
+        }
+    }
+}
+
+/// A finished [`TraceTable`]: its traces and mispredictions sorted in one [`TraceOrder`].
+pub enum SortedTraces {
+    Packed {
+        packing: Packing,
+        traces: SortedCounts<[u32; 3]>,
+        mispreds: SortedCounts<[u32; 2]>,
+    },
+    Wide {
+        traces: SortedCounts<[u64; 3]>,
+        mispreds: SortedCounts<[u64; 2]>,
+    },
+}
+
+impl SortedTraces {
+    pub fn len(&self) -> usize {
+        match self {
+            SortedTraces::Packed { traces, .. } => traces.len(),
+            SortedTraces::Wide { traces, .. } => traces.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn traces(&self) -> Box<dyn Iterator<Item = (Trace, u64)> + '_> {
+        match self {
+            SortedTraces::Packed {
+                packing: p, traces, ..
+            } => Box::new(
+                traces
+                    .iter()
+                    .map(|([b, f, t], n)| ([p.unpack(b), p.unpack(f), p.unpack(t)], n)),
+            ),
+            SortedTraces::Wide { traces, .. } => Box::new(traces.iter()),
+        }
+    }
+
+    fn mispreds(&self) -> Box<dyn Iterator<Item = ([u64; 2], u64)> + '_> {
+        match self {
+            SortedTraces::Packed {
+                packing: p,
+                mispreds,
+                ..
+            } => Box::new(
+                mispreds
+                    .iter()
+                    .map(|([b, f], n)| ([p.unpack(b), p.unpack(f)], n)),
+            ),
+            SortedTraces::Wide { mispreds, .. } => Box::new(mispreds.iter()),
+        }
+    }
+}
+
+impl SortedTraces {
+    /// The traces in order, each branch's mispredictions given to the first of its traces.
+    pub fn expand(&self) -> Vec<((u64, u64, u64), Counts)> {
+        let mut mispreds = self.mispreds().peekable();
+        let mut traces = Vec::with_capacity(self.len());
+        for ([b, f, t], taken) in self.traces() {
+            let mut mispred = 0;
+            // A branch's traces are adjacent in either order, and each mispredicted branch has
+            // at least one.
+            if let Some(&(branch, m)) = mispreds.peek() {
+                if branch == [b, f] {
+                    mispred = m;
+                    mispreds.next();
+                }
+            }
+            traces.push(((b, f, t), Counts { taken, mispred }));
+        }
+        debug_assert!(
+            mispreds.next().is_none(),
+            "a mispredicted branch without a trace"
+        );
+        traces
     }
 }
 
@@ -271,84 +712,145 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Locations of a binary spanning [0x1000, 0x1040), with the two markers.
+    fn location() -> impl Strategy<Value = u64> {
+        prop_oneof![Just(0u64), Just(u64::MAX), 0x1000u64..0x1040]
+    }
+
+    /// Per-trace taken counts and per-branch mispredictions, as a plain map counts them.
+    fn reference(items: &[(Trace, bool)]) -> (HashMap<Trace, u64>, HashMap<[u64; 2], u64>) {
+        let (mut taken, mut mispreds) = (HashMap::new(), HashMap::new());
+        for &([b, f, t], m) in items {
+            *taken.entry([b, f, t]).or_insert(0) += 1;
+            if m {
+                *mispreds.entry([b, f]).or_insert(0) += 1;
+            }
+        }
+        (taken, mispreds)
+    }
+
     proptest! {
-        /// The prefetching table counts exactly what a plain HashMap counts.
+        /// Both storages count exactly what a plain HashMap counts, whatever the batch size,
+        /// and `expand` lists every trace once, in order, with each branch's mispredictions
+        /// on its first trace.
         #[test]
-        fn trace_table_equals_hashmap(keys in prop::collection::vec((0u64..50, 0u64..50, prop::sample::select(vec![0u64, 7, u64::MAX]), any::<bool>()), 0..600), batch in 1usize..BATCH) {
-            let mut table = TraceTable::with_capacity_pow2(4);
-            let mut reference: HashMap<Trace, Counts> = HashMap::new();
+        fn trace_table_equals_hashmap(
+            keys in prop::collection::vec((location(), location(), location(), any::<bool>()), 0..600),
+            batch in 1usize..BATCH,
+            by_start: bool,
+        ) {
             let items: Vec<(Trace, bool)> = keys.iter().map(|&(a, b, c, m)| ([a, b, c], m)).collect();
-            for chunk in items.chunks(batch) {
-                table.add_batch(chunk);
+            let (taken, mispreds) = reference(&items);
+            let order = if by_start { TraceOrder::ByStart } else { TraceOrder::ByBranch };
+            for mut table in [TraceTable::for_span(0x1000, 0x1040), TraceTable::default()] {
+                for chunk in items.chunks(batch) {
+                    table.add_batch(chunk);
+                }
+                prop_assert_eq!(table.len(), taken.len());
+                prop_assert_eq!(&table.traces().collect::<HashMap<_, _>>(), &taken);
+                prop_assert_eq!(&table.mispreds().collect::<HashMap<_, _>>(), &mispreds);
+                let expanded = table.into_sorted(order).expand();
+                let mut expected: Vec<_> = taken.iter().map(|(&[b, f, t], &n)| ((b, f, t), n)).collect();
+                expected.sort_by_key(|&((b, f, t), _)| order.key([b, f, t]));
+                let got: Vec<_> = expanded.iter().map(|&(k, c)| (k, c.taken)).collect();
+                prop_assert_eq!(got, expected);
+                let mut seen = HashMap::new();
+                for &((b, f, _), c) in &expanded {
+                    let first = seen.insert([b, f], ()).is_none();
+                    let want = if first { mispreds.get(&[b, f]).copied().unwrap_or(0) } else { 0 };
+                    prop_assert_eq!(c.mispred, want);
+                }
             }
-            for &(k, m) in &items {
-                let c = reference.entry(k).or_default();
-                c.taken += 1;
-                c.mispred += m as u64;
-            }
-            let ours: HashMap<Trace, Counts> = table.iter().collect();
-            prop_assert_eq!(table.len(), reference.len());
-            prop_assert_eq!(ours, reference);
+        }
+
+        /// Packing keeps the order of locations and loses nothing.
+        #[test]
+        fn packing_round_trips_in_order(start in 0u64..1 << 40, len in 1u64..1 << 31, x in any::<u64>(), y in any::<u64>()) {
+            let p = Packing::for_span(start, start + len).unwrap();
+            let place = |v: u64| match v % 4 { 0 => 0, 1 => u64::MAX, _ => start + v % len };
+            let (a, b) = (place(x), place(y));
+            prop_assert_eq!(p.unpack(p.pack(a)), a);
+            prop_assert_eq!(a.cmp(&b), p.pack(a).cmp(&p.pack(b)));
         }
     }
 
-    /// Counts past 32 bits go to the overflow map and come back added, through growth and
-    /// merges.
+    #[test]
+    fn spans_of_4_gib_and_more_are_not_packed() {
+        assert!(Packing::for_span(0x1000, 0x1000 + (1 << 32)).is_none());
+        assert!(Packing::for_span(0, u64::MAX).is_none());
+        assert!(Packing::for_span(0x40_0000, 0x50_0000).is_some());
+        assert!(matches!(
+            TraceTable::for_span(0, 1 << 33),
+            TraceTable::Wide { .. }
+        ));
+    }
+
+    /// Tables of different storage merge through their addresses.
+    #[test]
+    fn packed_and_wide_tables_merge() {
+        let items = [
+            ([0x1000, 0x1010, u64::MAX], true),
+            ([0, 0x1020, 0x1030], false),
+        ];
+        let mut packed = TraceTable::for_span(0x1000, 0x1040);
+        packed.add_batch(&items);
+        let mut wide = TraceTable::default();
+        wide.add_batch(&items[..1]);
+        packed.merge(wide);
+        let traces: HashMap<_, _> = packed.traces().collect();
+        assert_eq!(traces[&[0x1000, 0x1010, u64::MAX]], 2);
+        assert_eq!(traces[&[0, 0x1020, 0x1030]], 1);
+        let mispreds: HashMap<_, _> = packed.mispreds().collect();
+        assert_eq!(mispreds, HashMap::from([([0x1000, 0x1010], 2)]));
+    }
+
+    /// Counts past 32 bits go to the overflow map and come back added, through growth, merges
+    /// and sorting.
     #[test]
     fn counts_beyond_32_bits_are_kept() {
         let big = u64::from(u32::MAX);
-        let mut a = TraceTable::with_capacity_pow2(4);
-        a.add([1, 2, 3], big, 7);
-        a.add([1, 2, 3], 5, big);
-        a.add([4, 5, 6], 1, 0);
+        let mut a: CountTable<[u64; 3]> = CountTable::with_capacity_pow2(4);
+        a.add([1, 2, 3], big);
+        a.add([1, 2, 3], 5);
+        a.add([4, 5, 6], 1);
         for k in 10..40 {
-            a.add([k, k, k], 1, 1); // several growths
+            a.add([k, k, k], 1); // several growths
         }
-        let mut b = TraceTable::with_capacity_pow2(4);
-        b.add([1, 2, 3], big + 2, 1);
+        let mut b = CountTable::with_capacity_pow2(4);
+        b.add([1, 2, 3], big + 2);
         b.merge(a);
-        let counts: HashMap<Trace, Counts> = b.iter().collect();
-        let expected = Counts {
-            taken: 2 * big + 7,
-            mispred: big + 8,
-        };
-        assert_eq!(counts[&[1, 2, 3]], expected);
-        assert_eq!(
-            counts[&[4, 5, 6]],
-            Counts {
-                taken: 1,
-                mispred: 0
-            }
-        );
+        let counts: HashMap<_, _> = b.iter().collect();
+        assert_eq!(counts[&[1, 2, 3]], 2 * big + 7);
+        assert_eq!(counts[&[4, 5, 6]], 1);
         assert_eq!(b.len(), 32);
+        let sorted: Vec<_> = b.into_sorted(|&k| k).iter().collect();
+        assert_eq!(sorted[0], ([1, 2, 3], 2 * big + 7));
+        assert_eq!(sorted.len(), 32);
+        assert!(sorted.windows(2).all(|w| w[0].0 < w[1].0));
     }
 
     /// Growing into mapped (huge-page) storage, then merging two such tables, loses nothing.
     #[test]
     fn large_tables_in_mapped_storage_count_exactly() {
-        let distinct = 3 * MAPPED_BYTES / std::mem::size_of::<Slot>();
-        let keys: Vec<(Trace, bool)> = (0..distinct as u64)
-            .map(|i| ([i * 7919, i ^ 0x5555, i % 13], i % 3 == 0))
+        let distinct = 3 * MAPPED_BYTES / std::mem::size_of::<Slot<[u32; 3]>>();
+        let keys: Vec<[u32; 3]> = (0..distinct as u32)
+            .map(|i| [i.wrapping_mul(7919), i ^ 0x5555, i % 13])
             .collect();
-        let (mut a, mut b) = (TraceTable::default(), TraceTable::default());
+        let (mut a, mut b) = (CountTable::default(), CountTable::default());
         for chunk in keys.chunks(BATCH) {
             a.add_batch(chunk);
             b.add_batch(&chunk[..chunk.len() / 2]);
         }
-        assert!(matches!(a.slots, Slots::Mapped(_)));
+        assert!(a.slots.mapped.is_some());
         let half: usize = keys.chunks(BATCH).map(|c| c.len() / 2).sum();
         assert_eq!(b.len(), half);
         a.merge(b);
         assert_eq!(a.len(), distinct);
-        let counts: HashMap<Trace, Counts> = a.iter().collect();
+        let counts: HashMap<_, _> = a.iter().collect();
         for chunk in keys.chunks(BATCH) {
-            for (n, &(key, mispred)) in chunk.iter().enumerate() {
+            for (n, key) in chunk.iter().enumerate() {
                 let times = if n < chunk.len() / 2 { 2 } else { 1 };
-                let expected = Counts {
-                    taken: times,
-                    mispred: times * mispred as u64,
-                };
-                assert_eq!(counts[&key], expected, "{key:?}");
+                assert_eq!(counts[key], times, "{key:?}");
             }
         }
     }
