@@ -38,18 +38,66 @@ pub fn write_atomically(
     result.map_err(io_error(path))
 }
 
+/// How many items [`write_formatted`] formats at once, in `CHUNKS_PER_BATCH` parallel chunks.
+const ITEMS_PER_BATCH: usize = 1 << 16;
+const CHUNKS_PER_BATCH: usize = 16;
+
+/// Writes `items` as `format` prints them, formatting in parallel a batch at a time (so the
+/// text in memory stays bounded) while this thread writes the previous batch. The two sets of
+/// buffers are reused: fresh ones would cost page faults for every batch.
+pub fn write_formatted<T: Sync>(
+    out: &mut dyn Write,
+    items: &[T],
+    format: impl Fn(&[T], &mut Vec<u8>) -> std::io::Result<()> + Sync,
+) -> std::io::Result<()> {
+    use rayon::prelude::*;
+    let per_chunk = ITEMS_PER_BATCH / CHUNKS_PER_BATCH;
+    let mut formatting: Vec<Vec<u8>> = vec![Vec::new(); CHUNKS_PER_BATCH];
+    let mut formatted: Vec<Vec<u8>> = vec![Vec::new(); CHUNKS_PER_BATCH];
+    let mut ready = 0;
+    let format_batch = |batch: &[T], texts: &mut [Vec<u8>]| {
+        batch
+            .par_chunks(per_chunk)
+            .zip(texts.par_iter_mut())
+            .try_for_each(|(chunk, text)| {
+                text.clear();
+                format(chunk, text)
+            })
+            .map(|()| batch.len().div_ceil(per_chunk))
+    };
+    for batch in items.chunks(ITEMS_PER_BATCH) {
+        let (written, chunks) = std::thread::scope(|scope| {
+            let formatter = scope.spawn(|| format_batch(batch, &mut formatting));
+            let written = formatted[..ready].iter().try_for_each(|t| out.write_all(t));
+            let chunks = formatter
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (written, chunks)
+        });
+        written?;
+        ready = chunks?;
+        std::mem::swap(&mut formatting, &mut formatted);
+    }
+    formatted[..ready].iter().try_for_each(|t| out.write_all(t))
+}
+
 /// Writes one binary's profile as BOLT pre-aggregated text.
 pub fn write_preagg(out: &mut dyn Write, p: &BinaryProfile) -> std::io::Result<()> {
-    let mut w = PreaggWriter::new(out);
+    let mut w = PreaggWriter::new(&mut *out);
     for e in &p.events {
         w.event(e)?;
     }
-    for &(addr, count) in &p.ips {
-        w.sample(addr, count)?;
-    }
-    for &((branch, from, to), c) in &p.traces {
-        w.trace(branch, from, to, c.taken)?;
-    }
+    write_formatted(out, &p.ips, |ips, text| {
+        let mut w = PreaggWriter::new(text);
+        ips.iter()
+            .try_for_each(|&(addr, count)| w.sample(addr, count))
+    })?;
+    write_formatted(out, &p.traces, |traces, text| {
+        let mut w = PreaggWriter::new(text);
+        traces
+            .iter()
+            .try_for_each(|&((branch, from, to), c)| w.trace(branch, from, to, c.taken))
+    })?;
     // `T` has no misprediction field: carry them in zero-count `B` records of the same branch.
     let mut mispreds: Vec<((u64, u64), u64)> = Vec::new();
     for &((branch, from, _), c) in &p.traces {
@@ -61,10 +109,12 @@ pub fn write_preagg(out: &mut dyn Write, p: &BinaryProfile) -> std::io::Result<(
             _ => mispreds.push(((branch, from), c.mispred)),
         }
     }
-    for ((branch, from), m) in mispreds {
-        w.branch(branch, from, 0, m)?;
-    }
-    Ok(())
+    write_formatted(out, &mispreds, |mispreds, text| {
+        let mut w = PreaggWriter::new(text);
+        mispreds
+            .iter()
+            .try_for_each(|&((branch, from), m)| w.branch(branch, from, 0, m))
+    })
 }
 
 /// Writes one binary's profile in the LLVM ≤ 20 dialect (`B`, `F`, `f`), deriving what LLVM 19's

@@ -143,10 +143,6 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
     fdata
 }
 
-/// fdata lines formatted per batch (in parallel chunks) before the batch is written.
-const LINES_PER_BATCH: usize = 1 << 16;
-const CHUNKS_PER_BATCH: usize = 16;
-
 /// Enough traces per chunk that a chunk's table work outweighs merging it.
 const TRACES_PER_CHUNK: usize = 1 << 15;
 
@@ -364,27 +360,10 @@ impl Fdata<'_> {
             }
             same
         });
-        // Formatted in parallel, a batch at a time so the text in memory stays bounded, while
-        // this thread writes the previous batch; the two sets of buffers are reused (fresh
-        // ones would cost page faults for every batch).
         let out = w.into_inner();
-        let mut formatting: Vec<Vec<u8>> = vec![Vec::new(); CHUNKS_PER_BATCH];
-        let mut formatted: Vec<Vec<u8>> = vec![Vec::new(); CHUNKS_PER_BATCH];
-        let mut ready = 0;
-        for batch in lines.chunks(LINES_PER_BATCH) {
-            let (written, chunks) = std::thread::scope(|scope| {
-                let format = scope.spawn(|| format_batch(&names, batch, &mut formatting));
-                let written = formatted[..ready].iter().try_for_each(|t| out.write_all(t));
-                let chunks = format
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
-                (written, chunks)
-            });
-            written?;
-            ready = chunks?;
-            std::mem::swap(&mut formatting, &mut formatted);
-        }
-        formatted[..ready].iter().try_for_each(|t| out.write_all(t))
+        crate::output::write_formatted(out, &lines, |chunk, text| {
+            format_branches(&names, chunk, text)
+        })
     }
 
     fn name(&self, func: Option<u32>) -> &str {
@@ -474,26 +453,12 @@ impl PrintedNames {
 }
 
 /// Formats `batch` in parallel chunks into `texts`; returns how many chunks it filled.
-fn format_batch(
-    names: &PrintedNames,
-    batch: &[(LineKey, (Loc, Loc), Branch)],
-    texts: &mut [Vec<u8>],
-) -> std::io::Result<usize> {
-    let per_chunk = LINES_PER_BATCH / CHUNKS_PER_BATCH;
-    batch
-        .par_chunks(per_chunk)
-        .zip(texts.par_iter_mut())
-        .try_for_each(|(chunk, text)| format_branches(names, chunk, text))?;
-    Ok(batch.len().div_ceil(per_chunk))
-}
-
-/// Formats `lines` into `text` (replacing what it held).
+/// Formats `lines` into `text`.
 fn format_branches(
     names: &PrintedNames,
     lines: &[(LineKey, (Loc, Loc), Branch)],
     text: &mut Vec<u8>,
 ) -> std::io::Result<()> {
-    text.clear();
     let mut w = FdataWriter::new(text);
     for &(_, (from, to), b) in lines {
         w.branch_with_prefixes(
