@@ -1,5 +1,7 @@
 //! perf.data → per-binary branch traces and IP sample counts.
 
+#[cfg(test)]
+use std::path::Path;
 use std::sync::Arc;
 
 use hashbrown::HashMap;
@@ -76,16 +78,17 @@ impl BinaryTable {
 pub struct Resolver {
     binaries: Vec<BinaryInfo>,
     maps: Vec<BinaryMaps>,
-    /// pid → (binary index, mapping) for every binary the process maps.
-    by_pid: HashMap<u32, Vec<(usize, ProcessMap)>>,
+    /// pid → (binary index, placement) for every binary the process maps.
+    by_pid: HashMap<u32, Vec<(usize, Placement)>>,
 }
 
 impl Resolver {
     fn new(binaries: &[BinaryInfo], maps: Vec<BinaryMaps>) -> Resolver {
-        let mut by_pid: HashMap<u32, Vec<(usize, ProcessMap)>> = HashMap::new();
+        let mut by_pid: HashMap<u32, Vec<(usize, Placement)>> = HashMap::new();
         for (i, m) in maps.iter().enumerate() {
             for (&pid, &pm) in &m.by_pid {
-                by_pid.entry(pid).or_default().push((i, pm));
+                let placement = Placement::new(&binaries[i], m, pm);
+                by_pid.entry(pid).or_default().push((i, placement));
             }
         }
         Resolver {
@@ -160,12 +163,12 @@ impl Sink for Tables {
                 .or_insert(0) += 1;
             return;
         }
-        let Some(stack) = self.count_stack(s) else {
+        let Some(stack) = self.count_stack(s, true) else {
             return;
         };
         let mut next_source = BR_ONLY;
         for e in stack.iter() {
-            if e.from >= KERNEL_BASE || e.to >= KERNEL_BASE {
+            if is_kernel(&e) {
                 continue;
             }
             let key = TraceKey {
@@ -183,16 +186,20 @@ impl Sink for Tables {
 }
 
 impl Tables {
-    /// Counts a sample's branch stack in the statistics; `None` if it has none.
+    /// Counts a sample's branch stack in the statistics; `None` if it has none. Its kernel
+    /// entries are counted here only with `count_kernel` (the decode loop counts them itself).
     #[inline]
-    fn count_stack<'a>(&mut self, s: &Sample<'a>) -> Option<formats::perf::BranchStack<'a>> {
+    fn count_stack<'a>(
+        &mut self,
+        s: &Sample<'a>,
+        count_kernel: bool,
+    ) -> Option<formats::perf::BranchStack<'a>> {
         let stack = s.branch_stack.filter(|b| !b.is_empty())?;
         self.stats.samples_with_branches += 1;
         self.stats.branch_entries += stack.len() as u64;
-        self.stats.kernel_entries += stack
-            .iter()
-            .filter(|e| e.from >= KERNEL_BASE || e.to >= KERNEL_BASE)
-            .count() as u64;
+        if count_kernel {
+            self.stats.kernel_entries += stack.iter().filter(is_kernel).count() as u64;
+        }
         Some(stack)
     }
 
@@ -200,27 +207,28 @@ impl Tables {
     #[inline]
     fn resolved_sample(&mut self, r: &Resolver, event: usize, s: &Sample<'_>) {
         let Some(mapped) = r.by_pid.get(&s.pid) else {
-            let _ = self.count_stack(s);
+            let _ = self.count_stack(s, true);
             return;
         };
         if self.basic {
-            for &(b, map) in mapped {
+            for &(b, place) in mapped {
                 let table = &mut self.per_binary[b];
                 table.note_pid(s.pid);
                 table.events.insert(event as u32);
                 table.samples += 1;
-                let a = location(&r.binaries[b], &r.maps[b], &map, s.ip).0;
+                let a = place.locate(&r.binaries[b], &r.maps[b], s.ip).0;
                 if a != 0 && a != BR_ONLY {
                     *table.ips.entry(a).or_insert(0) += 1;
                 }
             }
             return;
         }
-        let Some(stack) = self.count_stack(s) else {
+        let Some(stack) = self.count_stack(s, false) else {
             return;
         };
         let mut batch: [(Trace, bool); BATCH] = [([0; 3], false); BATCH];
-        for &(b, map) in mapped {
+        let mut kernel_entries = 0;
+        for (i, &(b, place)) in mapped.iter().enumerate() {
             let (binary, maps) = (&r.binaries[b], &r.maps[b]);
             let table = &mut self.per_binary[b];
             table.note_pid(s.pid);
@@ -229,11 +237,12 @@ impl Tables {
             // mapped in the previous iteration.
             let mut next_source = (BR_ONLY, false);
             for e in stack.iter() {
-                if e.from >= KERNEL_BASE || e.to >= KERNEL_BASE {
+                if is_kernel(&e) {
+                    kernel_entries += (i == 0) as u64;
                     continue;
                 }
-                let (branch, in0) = location(binary, maps, &map, e.from);
-                let (from, in1) = location(binary, maps, &map, e.to);
+                let (branch, in0) = place.locate(binary, maps, e.from);
+                let (from, in1) = place.locate(binary, maps, e.to);
                 let (to, in2) = next_source;
                 next_source = (branch, in0);
                 if !(in0 || in1 || in2) {
@@ -248,6 +257,7 @@ impl Tables {
             }
             table.traces.add_batch(&batch[..n]);
         }
+        self.stats.kernel_entries += kernel_entries;
     }
 
     fn merge(mut all: Vec<Tables>) -> Tables {
@@ -271,6 +281,12 @@ impl Tables {
         }
         total
     }
+}
+
+/// perf2bolt's `--ignore-interrupt-lbr` test.
+#[inline(always)]
+fn is_kernel(e: &formats::perf::BranchEntry) -> bool {
+    e.from >= KERNEL_BASE || e.to >= KERNEL_BASE
 }
 
 /// What to aggregate.
@@ -556,6 +572,56 @@ fn location(binary: &BinaryInfo, maps: &BinaryMaps, map: &ProcessMap, addr: u64)
     }
 }
 
+/// [`location`] for one process and binary, with a shortcut: the runtime addresses of the
+/// binary's largest segment (its code, in practice), where most branch addresses are, map by
+/// one subtraction.
+#[derive(Clone, Copy, Debug)]
+struct Placement {
+    map: ProcessMap,
+    window_start: u64,
+    window_len: u64,
+    delta: u64,
+}
+
+impl Placement {
+    fn new(binary: &BinaryInfo, maps: &BinaryMaps, map: ProcessMap) -> Placement {
+        let delta = if maps.fixed_load_address {
+            0
+        } else {
+            map.base_address
+        };
+        let largest = binary.segments.iter().max_by_key(|s| s.size);
+        let window = largest.and_then(|s| {
+            let start = s.address.checked_add(delta)?;
+            let end = start.checked_add(s.size)?;
+            if maps.fixed_load_address {
+                return Some((start, end));
+            }
+            // Inside the mapping, where perf2bolt's adjustment is the subtraction.
+            let mapped_end = map.mmap_address.checked_add(map.size)?;
+            Some((start.max(map.mmap_address), end.min(mapped_end)))
+        });
+        let (window_start, window_end) = window
+            .filter(|&(start, end)| start < end && end < BR_ONLY)
+            .unwrap_or((0, 0));
+        Placement {
+            map,
+            window_start,
+            window_len: window_end - window_start,
+            delta,
+        }
+    }
+
+    #[inline(always)]
+    fn locate(&self, binary: &BinaryInfo, maps: &BinaryMaps, addr: u64) -> (u64, bool) {
+        if addr.wrapping_sub(self.window_start) < self.window_len {
+            (addr - self.delta, true)
+        } else {
+            location(binary, maps, &self.map, addr)
+        }
+    }
+}
+
 /// Places the pid-keyed tables of a streamed capture in one binary, exactly as the decode loop
 /// does for indexed captures.
 fn place_raw(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> BinaryTable {
@@ -629,4 +695,59 @@ pub fn event_name(side: &SideBand, event: usize) -> String {
         .get(a.config as usize)
         .map(|s| s.to_string())
         .unwrap_or_else(|| format!("raw 0x{:x}", a.config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binary::Segment;
+    use proptest::prelude::*;
+
+    fn segment(address: u64, size: u64, executable: bool) -> Segment {
+        Segment {
+            address,
+            size,
+            file_offset: address & 0xfff,
+            align: 0x1000,
+            executable,
+        }
+    }
+
+    proptest! {
+        /// The placement shortcut gives exactly what `location` gives, at and around every
+        /// boundary of the segments and the mapping.
+        #[test]
+        fn placement_equals_location(
+            fixed: bool,
+            text_size in 1u64..0x10_0000,
+            data_gap in 0u64..0x2000,
+            mmap_address in 0x5555_0000_0000u64..0x5555_0010_0000,
+            size in 1u64..0x20_0000,
+            base_address in 0x5554_0000_0000u64..0x5555_0010_0000,
+            probes in prop::collection::vec((0usize..8, -4i64..4, any::<u64>()), 1..64),
+        ) {
+            let text = segment(0x40_1000, text_size, true);
+            let data = segment(0x40_1000 + text_size + data_gap, 0x800, false);
+            let binary = BinaryInfo::from_segments(Path::new("app"), fixed, vec![text.clone(), data.clone()]);
+            let maps = BinaryMaps { fixed_load_address: fixed, ..Default::default() };
+            let map = ProcessMap { mmap_address, size, base_address, forked: false };
+            let place = Placement::new(&binary, &maps, map);
+            let delta = if fixed { 0 } else { base_address };
+            let edges = [
+                text.address + delta,
+                text.address + text.size + delta,
+                data.address + delta,
+                data.address + data.size + delta,
+                mmap_address,
+                mmap_address.wrapping_add(size),
+                size,
+                BR_ONLY,
+            ];
+            for (edge, offset, random) in probes {
+                for addr in [edges[edge].wrapping_add(offset as u64), random] {
+                    prop_assert_eq!(place.locate(&binary, &maps, addr), location(&binary, &maps, &map, addr), "{:#x}", addr);
+                }
+            }
+        }
+    }
 }

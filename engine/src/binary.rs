@@ -56,6 +56,17 @@ impl BinaryInfo {
         let segments =
             elf_load_segments(data).ok_or_else(|| bad("malformed program headers".into()))?;
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let mut info = BinaryInfo::from_segments(
+            path,
+            file.kind() == object::ObjectKind::Executable,
+            segments,
+        );
+        info.build_id = build_id;
+        Ok(info)
+    }
+
+    /// A binary known only by its loaded segments (no build-id).
+    pub fn from_segments(path: &Path, fixed_load_address: bool, segments: Vec<Segment>) -> Self {
         let span = (
             segments.iter().map(|s| s.address).min().unwrap_or(0),
             segments
@@ -64,17 +75,17 @@ impl BinaryInfo {
                 .max()
                 .unwrap_or(0),
         );
-        Ok(BinaryInfo {
+        BinaryInfo {
             path: path.to_path_buf(),
             file_name: path
                 .file_name()
                 .map(|n| n.as_encoded_bytes().to_vec())
                 .unwrap_or_default(),
-            build_id,
-            fixed_load_address: file.kind() == object::ObjectKind::Executable,
+            build_id: None,
+            fixed_load_address,
             segments,
             span,
-        })
+        }
     }
 
     /// perf2bolt's `getBaseAddressForMapping`: the load bias of a mapping of file offset `pgoff`
@@ -95,13 +106,12 @@ impl BinaryInfo {
         })
     }
 
-    /// True if `addr` (a link-time address) lies in one of the loaded segments.
-    #[inline]
     /// `[lowest segment start, highest segment end)`.
     pub fn span(&self) -> (u64, u64) {
         self.span
     }
 
+    /// True if `addr` (a link-time address) lies in one of the loaded segments.
     #[inline]
     pub fn contains(&self, addr: u64) -> bool {
         if addr < self.span.0 || addr >= self.span.1 {

@@ -263,8 +263,25 @@ impl<'a> BranchStack<'a> {
         })
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = BranchEntry> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+    /// The entries, newest first.
+    #[inline]
+    pub fn iter(&self) -> impl Iterator<Item = BranchEntry> + 'a {
+        let endian = self.entries.endian;
+        self.entries
+            .data
+            .chunks_exact(BranchEntry::SIZE)
+            .map(move |e| {
+                let word = |at: usize| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(&e[at..at + 8]);
+                    endian.u64(b)
+                };
+                BranchEntry {
+                    from: word(0),
+                    to: word(8),
+                    flags: BranchFlags::from_raw(word(16), endian),
+                }
+            })
     }
 }
 
