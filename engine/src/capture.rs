@@ -135,29 +135,125 @@ struct Indexed<'a> {
     endian: Endian,
 }
 
-/// The sequential first phase: side-band and shard boundaries, or `None` if the capture holds
-/// COMPRESSED records (which can only be read as a stream).
+/// The first phase: side-band and shard boundaries, or `None` if the capture holds COMPRESSED
+/// records (which can only be read as a stream).
 fn index_file<'a>(
     map: &'a memmap2::Mmap,
     options: ReadOptions,
     progress: &indicatif::ProgressBar,
 ) -> std::result::Result<Option<Indexed<'a>>, PipeError> {
+    let split = |walker: &Walker<'_, '_>, data: &[u8]| {
+        let wanted = options.threads >= 2 && !options.render_mmap_events;
+        split_point(walker, data, SPLIT_INDEX_BYTES).filter(|_| wanted)
+    };
+    index_split(map, options, progress, split)
+}
+
+/// [`index_file`] with the second thread's starting point chosen by `split`.
+fn index_split<'a>(
+    map: &'a memmap2::Mmap,
+    options: ReadOptions,
+    progress: &indicatif::ProgressBar,
+    split: impl Fn(&Walker<'_, '_>, &[u8]) -> Option<usize>,
+) -> std::result::Result<Option<Indexed<'a>>, PipeError> {
     let (tx, _rx) = crossbeam_channel::bounded(1);
     let failed = AtomicBool::new(false);
-    let mut walker = Walker::new(tx, &failed, options);
-    walker.collect = Some(Vec::new());
-    walker.release = Some(map);
+    let indexer = || {
+        let mut walker = Walker::new(tx.clone(), &failed, options);
+        walker.collect = Some(Vec::new());
+        walker.release = Some(map);
+        walker
+    };
     progress.set_message("indexing");
-    match walker.file(map, progress) {
+    let mut first = indexer();
+    let result = (|| {
+        let (start, data) = first.file_header(map)?;
+        progress.set_length(data.len() as u64);
+        let resume = match split(&first, data) {
+            Some(split) => {
+                let mut second = indexer();
+                second.endian = first.endian;
+                second.events = first.events.clone();
+                let hidden = indicatif::ProgressBar::hidden();
+                let (reached, rest) = std::thread::scope(|scope| {
+                    let rest = scope.spawn(|| {
+                        let end = second.walk_data(data, start, split, None, &hidden);
+                        end.map(|_| second)
+                    });
+                    let reached = first.walk_data(data, start, 0, Some(split), progress);
+                    (reached, rest.join().expect("indexing thread panicked"))
+                });
+                let reached = reached?;
+                // The first half ends exactly where the second was guessed to start: the guess
+                // was a record boundary and the second half's walk is the real one.
+                match (rest, reached == split) {
+                    (Ok(second), true) => {
+                        first.append(second);
+                        None
+                    }
+                    (Err(PipeError::NeedsStreaming), true) => {
+                        return Err(PipeError::NeedsStreaming)
+                    }
+                    _ => Some(reached),
+                }
+            }
+            None => Some(0),
+        };
+        if let Some(from) = resume {
+            first.walk_data(data, start, from, None, progress)?;
+        }
+        first.side.bytes = map.len() as u64;
+        progress.finish_and_clear();
+        Ok(())
+    })();
+    match result {
         Ok(()) => Ok(Some(Indexed {
-            shards: walker.collect.take().unwrap_or_default(),
-            side: walker.side,
-            events: walker.events,
-            endian: walker.endian,
+            shards: first.collect.take().unwrap_or_default(),
+            side: first.side,
+            events: first.events,
+            endian: first.endian,
         })),
         Err(PipeError::NeedsStreaming) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Captures smaller than this are indexed by one thread.
+const SPLIT_INDEX_BYTES: usize = 64 << 20;
+/// Consecutive well-formed record headers that make a position a likely record boundary.
+const SYNC_RECORDS: usize = 64;
+
+/// A likely record boundary near the middle of the data section, where a second thread can
+/// start indexing. It is only a guess (records carry no sync marker): the first thread's walk
+/// must end exactly on it for the second half to be used.
+fn split_point(walker: &Walker<'_, '_>, data: &[u8], min_bytes: usize) -> Option<usize> {
+    if data.len() < min_bytes.max(16) {
+        return None;
+    }
+    let buf = Bytes::new(data, walker.endian);
+    // perf pads every record to 8 bytes.
+    let middle = data.len() / 2 / 8 * 8;
+    (middle..middle + (1 << 20))
+        .step_by(8)
+        .find(|&p| plausible_records(buf, p))
+}
+
+/// Whether `SYNC_RECORDS` well-formed records (or the end of the data) follow `pos`.
+fn plausible_records(buf: Bytes<'_>, mut pos: usize) -> bool {
+    for _ in 0..SYNC_RECORDS {
+        match next_record(buf, pos, 0) {
+            Ok(Next::Record(r, next)) => {
+                let known = matches!(r.header.kind, 1..=21 | 64..=83);
+                if !known || r.header.size % 8 != 0 {
+                    return false;
+                }
+                pos = next;
+            }
+            Ok(Next::End) => return true,
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Decodes the whole capture, feeding samples to `threads` sinks made by `make_sink`.
@@ -437,17 +533,39 @@ impl<'f, 'a> Walker<'f, 'a> {
         map: &'a [u8],
         progress: &indicatif::ProgressBar,
     ) -> std::result::Result<(), PipeError> {
+        let (start, data) = self.file_header(map)?;
+        progress.set_length(data.len() as u64);
+        self.walk_data(data, start, 0, None, progress)?;
+        self.side.bytes = map.len() as u64;
+        progress.finish_and_clear();
+        Ok(())
+    }
+
+    /// Reads the file header into the walker; returns the data section and its file offset.
+    fn file_header(&mut self, map: &'a [u8]) -> formats::perf::Result<(usize, &'a [u8])> {
         let head = header::FileHeader::parse(map)?;
         self.endian = head.endian;
         self.side.features = head.features;
         self.set_events(EventSet::new(head.attrs).map_err(|k| formats::perf::Error::at(24, k))?);
         let start = head.data_offset as usize;
-        let data = &map[start..start + head.data_size as usize];
-        progress.set_length(data.len() as u64);
+        Ok((start, &map[start..start + head.data_size as usize]))
+    }
+
+    /// Walks the records of `data` (the data section, at file offset `start`) from `from`: to
+    /// the end, or with `stop` only to the first record boundary at or past it. Returns where
+    /// it stopped.
+    fn walk_data(
+        &mut self,
+        data: &'a [u8],
+        start: usize,
+        from: usize,
+        stop: Option<usize>,
+        progress: &indicatif::ProgressBar,
+    ) -> std::result::Result<usize, PipeError> {
         let buf = Bytes::new(data, self.endian);
-        let (mut pos, mut shard_start) = (0usize, 0usize);
+        let (mut pos, mut shard_start) = (from, from);
         let mut inflated: Option<Inflated> = None;
-        loop {
+        while stop.is_none_or(|stop| pos < stop) {
             match next_record(buf, pos, start as u64)? {
                 Next::Record(r, next) => {
                     if is_compressed(r.header.kind) {
@@ -463,7 +581,7 @@ impl<'f, 'a> Walker<'f, 'a> {
                         shard_start = pos;
                         progress.set_position(pos as u64);
                         if self.stop_requested() {
-                            return Ok(());
+                            return Ok(pos);
                         }
                     }
                 }
@@ -480,9 +598,17 @@ impl<'f, 'a> Walker<'f, 'a> {
         }
         self.flush_mapped(data, shard_start, pos, start);
         self.finish_inflated(inflated)?;
-        self.side.bytes = map.len() as u64;
-        progress.finish_and_clear();
-        Ok(())
+        Ok(pos)
+    }
+
+    /// Takes the side-band and shards of a walker that indexed the records after this one's.
+    fn append(&mut self, later: Walker<'_, 'a>) {
+        self.side.mmaps.extend(later.side.mmaps);
+        self.side.tasks.extend(later.side.tasks);
+        self.side.records += later.side.records;
+        if let (Some(shards), Some(more)) = (&mut self.collect, later.collect) {
+            shards.extend(more);
+        }
     }
 
     fn flush_mapped(&mut self, data: &'a [u8], from: usize, to: usize, base: usize) {
@@ -803,4 +929,95 @@ fn fill(input: &mut dyn Read, block: &mut Vec<u8>, want: usize) -> std::io::Resu
         }
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A generated 3 MB capture of one of the shared corpus binaries.
+    fn capture(dir: &Path) -> PathBuf {
+        let path = dir.join("split.data");
+        let spec = corpus::LbrCaptureSpec {
+            binaries: vec![corpus::LbrBinary {
+                path: Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../shared/corpus/perf/autofdo-test.binary"),
+                load_base: None,
+            }],
+            processes: 3,
+            target_bytes: 3 << 20,
+            lbr_depth: 32,
+            distinct_stacks: 500,
+            kernel_fraction_percent: 10,
+            compress: false,
+            attr_size: corpus::ATTR_SIZE,
+            seed: 11,
+            mem_loads: None,
+        };
+        corpus::write_lbr_capture(&spec, &mut std::fs::File::create(&path).unwrap()).unwrap();
+        path
+    }
+
+    /// What an index pass found, in comparable form: the side-band and the byte ranges of
+    /// the shards, merged where they touch (shards may be cut at different records).
+    fn summary(indexed: Indexed<'_>) -> (String, Vec<(u64, u64)>) {
+        let mut covered: Vec<(u64, u64)> = Vec::new();
+        for shard in &indexed.shards {
+            let Shard::Mapped { data, base } = shard else {
+                panic!("an owned shard from a file");
+            };
+            match covered.last_mut() {
+                Some((_, end)) if *end == *base => *end += data.len() as u64,
+                _ => covered.push((*base, *base + data.len() as u64)),
+            }
+        }
+        let side = &indexed.side;
+        let side = format!(
+            "{:?} {:?} {} {}",
+            side.mmaps, side.tasks, side.records, side.bytes
+        );
+        (side, covered)
+    }
+
+    fn index_at(
+        map: &memmap2::Mmap,
+        split: impl Fn(&Walker<'_, '_>, &[u8]) -> Option<usize>,
+    ) -> std::result::Result<Option<Indexed<'_>>, PipeError> {
+        let options = ReadOptions {
+            threads: 2,
+            ..Default::default()
+        };
+        index_split(map, options, &indicatif::ProgressBar::hidden(), split)
+    }
+
+    fn error_text(e: PipeError) -> String {
+        e.into_engine(Path::new("capture")).to_string()
+    }
+
+    /// Indexing in two halves finds what one pass finds, whether the guessed boundary is
+    /// right or wrong, and a truncated capture fails with the same error either way.
+    #[test]
+    fn split_index_equals_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = capture(dir.path());
+        let file = std::fs::File::open(&path).unwrap();
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        let whole = summary(index_at(&map, |_, _| None).ok().unwrap().unwrap());
+        let boundary = |w: &Walker<'_, '_>, data: &[u8]| split_point(w, data, 0);
+        let found = index_at(&map, |w, data| boundary(w, data)).ok().unwrap();
+        assert_eq!(summary(found.unwrap()), whole);
+        let inside_a_record = |w: &Walker<'_, '_>, data: &[u8]| boundary(w, data).map(|p| p + 8);
+        let wrong = index_at(&map, inside_a_record).ok().unwrap();
+        assert_eq!(summary(wrong.unwrap()), whole);
+        assert!(whole.1.len() == 1 && whole.1[0].1 - whole.1[0].0 > 2 << 20);
+
+        let cut = dir.path().join("cut.data");
+        std::fs::write(&cut, &std::fs::read(&path).unwrap()[..(3 << 20) - 100]).unwrap();
+        let file = std::fs::File::open(&cut).unwrap();
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        let one_pass = index_at(&map, |_, _| None).err().map(error_text);
+        let split = index_at(&map, boundary).err().map(error_text);
+        assert!(one_pass.is_some());
+        assert_eq!(split, one_pass);
+    }
 }

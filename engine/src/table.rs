@@ -4,7 +4,7 @@
 
 use bytemuck::Zeroable;
 use hashbrown::HashMap;
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 
 /// BOLT's `Trace`: a taken branch `branch → from` followed by straight-line execution from
 /// `from` to `to` (the source of the next newer branch; `BR_ONLY` for the newest entry).
@@ -308,6 +308,22 @@ impl<K: TableKey> CountTable<K> {
         }
     }
 
+    /// `key`'s count (0 if it was never counted).
+    pub fn get(&self, key: &K) -> u64 {
+        let mut i = key.hash64() as usize & self.mask;
+        loop {
+            let slot = &self.slots[i];
+            if slot.count == 0 {
+                return 0;
+            }
+            if slot.key == *key {
+                let more = self.overflow.get(key).copied().unwrap_or(0);
+                return u64::from(slot.count) + more;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
     /// All entries, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
         self.slots.iter().filter(|s| s.count != 0).map(|s| {
@@ -336,6 +352,16 @@ impl<K: TableKey> SortedCounts<K> {
         self.len == 0
     }
 
+    /// A slot's whole count.
+    #[inline(always)]
+    fn count(&self, s: &Slot<K>) -> u64 {
+        let more = match self.overflow.is_empty() {
+            true => 0,
+            false => self.overflow.get(&s.key).copied().unwrap_or(0),
+        };
+        u64::from(s.count) + more
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
         self.slots[..self.len].iter().map(|s| {
             let more = match self.overflow.is_empty() {
@@ -358,20 +384,12 @@ pub enum TraceOrder {
 }
 
 impl TraceOrder {
-    /// The sort key of a trace (or, with `t` zero, of a branch) in this order.
+    /// The sort key of a trace in this order.
     #[inline(always)]
     fn key<T: Copy>(self, [b, f, t]: [T; 3]) -> [T; 3] {
         match self {
             TraceOrder::ByBranch => [b, f, t],
             TraceOrder::ByStart => [f, b, t],
-        }
-    }
-
-    #[inline(always)]
-    fn branch_key<T: Copy>(self, [b, f]: [T; 2]) -> [T; 2] {
-        match self {
-            TraceOrder::ByBranch => [b, f],
-            TraceOrder::ByStart => [f, b],
         }
     }
 }
@@ -578,7 +596,7 @@ impl TraceTable {
         }
     }
 
-    /// The table's traces and mispredictions, each sorted in `order`.
+    /// The table's traces sorted in `order`.
     pub fn into_sorted(self, order: TraceOrder) -> SortedTraces {
         match self {
             TraceTable::Packed {
@@ -588,11 +606,11 @@ impl TraceTable {
             } => SortedTraces::Packed {
                 packing,
                 traces: traces.into_sorted(|&k| order.key(k)),
-                mispreds: mispreds.into_sorted(|&k| order.branch_key(k)),
+                mispreds,
             },
             TraceTable::Wide { traces, mispreds } => SortedTraces::Wide {
                 traces: traces.into_sorted(|&k| order.key(k)),
-                mispreds: mispreds.into_sorted(|&k| order.branch_key(k)),
+                mispreds,
             },
         }
     }
@@ -628,16 +646,16 @@ impl TraceTable {
     }
 }
 
-/// A finished [`TraceTable`]: its traces and mispredictions sorted in one [`TraceOrder`].
+/// A finished [`TraceTable`]: its traces sorted in one [`TraceOrder`].
 pub enum SortedTraces {
     Packed {
         packing: Packing,
         traces: SortedCounts<[u32; 3]>,
-        mispreds: SortedCounts<[u32; 2]>,
+        mispreds: CountTable<[u32; 2]>,
     },
     Wide {
         traces: SortedCounts<[u64; 3]>,
-        mispreds: SortedCounts<[u64; 2]>,
+        mispreds: CountTable<[u64; 2]>,
     },
 }
 
@@ -653,58 +671,48 @@ impl SortedTraces {
         self.len() == 0
     }
 
-    fn traces(&self) -> Box<dyn Iterator<Item = (Trace, u64)> + '_> {
-        match self {
-            SortedTraces::Packed {
-                packing: p, traces, ..
-            } => Box::new(
-                traces
-                    .iter()
-                    .map(|([b, f, t], n)| ([p.unpack(b), p.unpack(f), p.unpack(t)], n)),
-            ),
-            SortedTraces::Wide { traces, .. } => Box::new(traces.iter()),
-        }
-    }
-
-    fn mispreds(&self) -> Box<dyn Iterator<Item = ([u64; 2], u64)> + '_> {
+    /// The traces in order, each branch's mispredictions given to the first of its traces
+    /// (a branch's traces are adjacent in either order). Built in parallel.
+    pub fn expand(&self) -> Vec<((u64, u64, u64), Counts)> {
         match self {
             SortedTraces::Packed {
                 packing: p,
+                traces,
                 mispreds,
-                ..
-            } => Box::new(
-                mispreds
-                    .iter()
-                    .map(|([b, f], n)| ([p.unpack(b), p.unpack(f)], n)),
-            ),
-            SortedTraces::Wide { mispreds, .. } => Box::new(mispreds.iter()),
+            } => expand(traces, mispreds, |a| p.unpack(a)),
+            SortedTraces::Wide { traces, mispreds } => expand(traces, mispreds, |a| a),
         }
     }
 }
 
-impl SortedTraces {
-    /// The traces in order, each branch's mispredictions given to the first of its traces.
-    pub fn expand(&self) -> Vec<((u64, u64, u64), Counts)> {
-        let mut mispreds = self.mispreds().peekable();
-        let mut traces = Vec::with_capacity(self.len());
-        for ([b, f, t], taken) in self.traces() {
-            let mut mispred = 0;
-            // A branch's traces are adjacent in either order, and each mispredicted branch has
-            // at least one.
-            if let Some(&(branch, m)) = mispreds.peek() {
-                if branch == [b, f] {
-                    mispred = m;
-                    mispreds.next();
-                }
-            }
-            traces.push(((b, f, t), Counts { taken, mispred }));
-        }
-        debug_assert!(
-            mispreds.next().is_none(),
-            "a mispredicted branch without a trace"
-        );
-        traces
-    }
+fn expand<T: Copy + Eq + Send + Sync>(
+    traces: &SortedCounts<[T; 3]>,
+    mispreds: &CountTable<[T; 2]>,
+    unpack: impl Fn(T) -> u64 + Sync,
+) -> Vec<((u64, u64, u64), Counts)>
+where
+    [T; 3]: TableKey,
+    [T; 2]: TableKey,
+{
+    let slots = &traces.slots[..traces.len];
+    let mut out = Vec::new();
+    (0..slots.len())
+        .into_par_iter()
+        .map(|i| {
+            let [b, f, t] = slots[i].key;
+            let first_of_branch = i == 0 || slots[i - 1].key[..2] != [b, f];
+            let mispred = match first_of_branch {
+                true => mispreds.get(&[b, f]),
+                false => 0,
+            };
+            let counts = Counts {
+                taken: traces.count(&slots[i]),
+                mispred,
+            };
+            ((unpack(b), unpack(f), unpack(t)), counts)
+        })
+        .collect_into_vec(&mut out);
+    out
 }
 
 #[cfg(test)]
