@@ -27,7 +27,8 @@ pub fn write_atomically(
     let tmp = dir.join(format!(".{file_name}.profmill-{}.tmp", std::process::id()));
     let result = (|| {
         let file = std::fs::File::create(&tmp)?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        // Small enough that the formatted batches of `write_formatted` bypass it uncopied.
+        let mut out = BufWriter::with_capacity(64 << 10, file);
         write(&mut out)?;
         out.into_inner().map_err(|e| e.into_error())?;
         std::fs::rename(&tmp, path)

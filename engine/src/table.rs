@@ -605,7 +605,11 @@ impl TraceTable {
                 mispreds,
             } => SortedTraces::Packed {
                 packing,
-                traces: traces.into_sorted(|&k| order.key(k)),
+                // One 128-bit comparison per step instead of three.
+                traces: traces.into_sorted(|&k| {
+                    let [a, b, c] = order.key(k).map(u128::from);
+                    a << 64 | b << 32 | c
+                }),
                 mispreds,
             },
             TraceTable::Wide { traces, mispreds } => SortedTraces::Wide {
