@@ -121,8 +121,77 @@ pub fn analyse(functions: &Functions, f: &Function) -> Body {
 /// jump tables can be bounded by the tables of every function analysed (BOLT bounds each table
 /// by the next one it knows of in the whole binary).
 pub struct Disassembled {
-    decoded: Vec<Instruction>,
+    decoded: Vec<Decoded>,
     dispatches: Vec<(usize, Indirect)>,
+}
+
+/// What phase two needs of an instruction: 12 bytes instead of iced's 40, since the
+/// instructions of every touched function are held between the phases (on a binary with 24 MB
+/// of code, zeroing the fresh memory for them cost more than decoding them).
+#[derive(Clone, Copy, Debug)]
+struct Decoded {
+    offset: u32,
+    /// A direct branch's target as an offset in the function, or `NO_TARGET`.
+    target: u32,
+    flow: Flow,
+    locked: bool,
+}
+
+const NO_TARGET: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    Other,
+    Call,
+    CondBranch,
+    Jump,
+    IndirectJump,
+    Return,
+    Trap,
+}
+
+impl Decoded {
+    fn new(ins: &Instruction, f: &Function, code: &[u8]) -> Decoded {
+        let offset = ins.ip() - f.address;
+        let internal = |target: u64| match f.contains(target) {
+            true => (target - f.address) as u32,
+            false => NO_TARGET,
+        };
+        let (flow, target) = match ins.flow_control() {
+            FlowControl::ConditionalBranch => {
+                (Flow::CondBranch, internal(ins.near_branch_target()))
+            }
+            FlowControl::UnconditionalBranch if is_near_branch(ins) => {
+                (Flow::Jump, internal(ins.near_branch_target()))
+            }
+            FlowControl::UnconditionalBranch => (Flow::Jump, NO_TARGET),
+            FlowControl::IndirectBranch => (Flow::IndirectJump, NO_TARGET),
+            FlowControl::Return => (Flow::Return, NO_TARGET),
+            FlowControl::Call | FlowControl::IndirectCall => (Flow::Call, NO_TARGET),
+            _ if ins.code() == Code::Ud2 => (Flow::Trap, NO_TARGET),
+            _ => (Flow::Other, NO_TARGET),
+        };
+        Decoded {
+            offset: offset as u32,
+            target,
+            flow,
+            locked: code.get(offset as usize) == Some(&LOCK),
+        }
+    }
+
+    /// BOLT's view of the instruction, given where an indirect jump dispatches to.
+    fn kind(&self, dispatch: Dispatch) -> Kind {
+        let target = (self.target != NO_TARGET).then_some(u64::from(self.target));
+        match self.flow {
+            Flow::Other => Kind::Other,
+            Flow::Call => Kind::Call,
+            Flow::CondBranch => Kind::CondBranch(target),
+            Flow::Jump => Kind::Jump(target),
+            Flow::IndirectJump => Kind::IndirectJump(dispatch),
+            Flow::Return => Kind::Return,
+            Flow::Trap => Kind::Trap,
+        }
+    }
 }
 
 impl Disassembled {
@@ -156,12 +225,19 @@ pub fn disassemble(functions: &Functions, f: &Function) -> Result<Disassembled, 
     if (code.len() as u64) < f.size {
         return Err(Body::NoCfg("no file data".into()));
     }
-    let decoded = decode(f, code).map_err(Body::NoCfg)?;
-    let dispatches = decoded
+    if f.size >= u64::from(NO_TARGET) {
+        return Err(Body::NoCfg("larger than 4 GiB".into()));
+    }
+    let instructions = decode(f, code).map_err(Body::NoCfg)?;
+    let dispatches = instructions
         .iter()
         .enumerate()
         .filter(|(_, ins)| ins.flow_control() == FlowControl::IndirectBranch)
-        .map(|(i, ins)| (i, indirect::classify(functions, f, &decoded[..i], ins)))
+        .map(|(i, ins)| (i, indirect::classify(functions, f, &instructions[..i], ins)))
+        .collect();
+    let decoded = instructions
+        .iter()
+        .map(|ins| Decoded::new(ins, f, code))
         .collect();
     Ok(Disassembled {
         decoded,
@@ -177,8 +253,7 @@ pub fn finish(
     d: Disassembled,
     known_tables: &BTreeSet<u64>,
 ) -> Body {
-    let code = functions.function_code(f);
-    let (insns, tables) = lay_out(functions, f, code, &d, known_tables);
+    let (insns, tables) = lay_out(functions, f, &d, known_tables);
     match build(f, &insns, &tables) {
         Ok(cfg) => Body::Cfg(cfg),
         Err(why) => Body::NoCfg(why),
@@ -210,25 +285,23 @@ fn decode(f: &Function, code: &[u8]) -> Result<Vec<Instruction>, String> {
 fn lay_out(
     functions: &Functions,
     f: &Function,
-    code: &[u8],
     d: &Disassembled,
     known_tables: &BTreeSet<u64>,
 ) -> (Vec<Insn>, Vec<Vec<u64>>) {
     let (decoded, dispatches) = (&d.decoded, &d.dispatches);
-    let locked = |ins: &Instruction| code.get((ins.ip() - f.address) as usize) == Some(&LOCK);
     // Ascending: instructions are decoded in order, and a `lock` is one byte long.
     let mut starts: Vec<u64> = Vec::with_capacity(decoded.len());
     for ins in decoded {
-        starts.push(ins.ip() - f.address);
-        if locked(ins) {
-            starts.push(ins.ip() - f.address + 1);
+        starts.push(u64::from(ins.offset));
+        if ins.locked {
+            starts.push(u64::from(ins.offset) + 1);
         }
     }
     let (table_of, tables) = read_tables(functions, f, dispatches, &starts, known_tables);
     let mut insns = Vec::with_capacity(decoded.len());
     for (i, ins) in decoded.iter().enumerate() {
-        let mut offset = ins.ip() - f.address;
-        if locked(ins) {
+        let mut offset = u64::from(ins.offset);
+        if ins.locked {
             // LLVM's disassembler returns a leading `lock` as an instruction of its own.
             insns.push(Insn {
                 offset,
@@ -241,7 +314,7 @@ fn lay_out(
             .map_or(Dispatch::Elsewhere, |&t| Dispatch::Table(t));
         insns.push(Insn {
             offset,
-            kind: classify(ins, f, dispatch),
+            kind: ins.kind(dispatch),
         });
     }
     (insns, tables)
@@ -283,22 +356,6 @@ fn read_tables(
         }
     }
     (table_of, tables)
-}
-
-fn classify(ins: &Instruction, f: &Function, dispatch: Dispatch) -> Kind {
-    let internal = |target: u64| f.contains(target).then(|| target - f.address);
-    match ins.flow_control() {
-        FlowControl::ConditionalBranch => Kind::CondBranch(internal(ins.near_branch_target())),
-        FlowControl::UnconditionalBranch if is_near_branch(ins) => {
-            Kind::Jump(internal(ins.near_branch_target()))
-        }
-        FlowControl::UnconditionalBranch => Kind::Jump(None),
-        FlowControl::IndirectBranch => Kind::IndirectJump(dispatch),
-        FlowControl::Return => Kind::Return,
-        FlowControl::Call | FlowControl::IndirectCall => Kind::Call,
-        _ if ins.code() == Code::Ud2 => Kind::Trap,
-        _ => Kind::Other,
-    }
 }
 
 fn is_near_branch(ins: &Instruction) -> bool {
