@@ -109,5 +109,45 @@ fn trace_tables(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, aggregate_capture, trace_tables);
+/// Merging two threads' tables whose keys barely overlap (threads that decoded different phases
+/// of a program): with one hash for every table this went quadratic (the second table is walked
+/// in the first's home-slot order); each table now has its own seed.
+fn merge_disjoint_tables(c: &mut Criterion) {
+    let half = |odd: u64| {
+        let mut t = TraceTable::for_span(0x1000, 0x1000 + (1 << 30));
+        let keys: Vec<(Trace, bool)> = (0..540_000u64)
+            .map(|i| {
+                let k = 2 * i + odd;
+                (
+                    [0x1000 + k, 0x1000 + (k * 7919) % (1 << 29), 0x2000 + k],
+                    false,
+                )
+            })
+            .collect();
+        for chunk in keys.chunks(32) {
+            t.add_batch(chunk);
+        }
+        t
+    };
+    let mut group = c.benchmark_group("trace_table");
+    group.sample_size(10);
+    group.bench_function("merge_disjoint_540k", |b| {
+        b.iter_batched(
+            || (half(0), half(1)),
+            |(mut a, b)| {
+                a.merge(b);
+                a.len()
+            },
+            criterion::BatchSize::LargeInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    aggregate_capture,
+    trace_tables,
+    merge_disjoint_tables
+);
 criterion_main!(benches);
