@@ -514,7 +514,7 @@ fn finish(table: BinaryTable, side: &SideBand, basic: bool, order: TraceOrder) -
             ..Default::default()
         };
     }
-    let traces = table.traces.into_sorted(order).expand();
+    let traces = table.traces.into_sorted(order);
     BinaryProfile {
         traces,
         pids,

@@ -338,8 +338,7 @@ impl<K: TableKey> CountTable<K> {
                 return 0;
             }
             if slot.key == *key {
-                let more = self.overflow.get(key).copied().unwrap_or(0);
-                return u64::from(slot.count) + more;
+                return total(&self.overflow, slot);
             }
             i = (i + 1) & self.mask;
         }
@@ -347,14 +346,19 @@ impl<K: TableKey> CountTable<K> {
 
     /// All entries, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
-        self.slots.iter().filter(|s| s.count != 0).map(|s| {
-            let more = match self.overflow.is_empty() {
-                true => 0,
-                false => self.overflow.get(&s.key).copied().unwrap_or(0),
-            };
-            (s.key, u64::from(s.count) + more)
-        })
+        let occupied = self.slots.iter().filter(|s| s.count != 0);
+        occupied.map(|s| (s.key, total(&self.overflow, s)))
     }
+}
+
+/// A slot's whole count: its own plus what overflowed it.
+#[inline(always)]
+fn total<K: TableKey>(overflow: &HashMap<K, u64>, s: &Slot<K>) -> u64 {
+    let more = match overflow.is_empty() {
+        true => 0,
+        false => overflow.get(&s.key).copied().unwrap_or(0),
+    };
+    u64::from(s.count) + more
 }
 
 /// A finished [`CountTable`]: its entries in order.
@@ -373,24 +377,9 @@ impl<K: TableKey> SortedCounts<K> {
         self.len == 0
     }
 
-    /// A slot's whole count.
-    #[inline(always)]
-    fn count(&self, s: &Slot<K>) -> u64 {
-        let more = match self.overflow.is_empty() {
-            true => 0,
-            false => self.overflow.get(&s.key).copied().unwrap_or(0),
-        };
-        u64::from(s.count) + more
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
-        self.slots[..self.len].iter().map(|s| {
-            let more = match self.overflow.is_empty() {
-                true => 0,
-                false => self.overflow.get(&s.key).copied().unwrap_or(0),
-            };
-            (s.key, u64::from(s.count) + more)
-        })
+        let sorted = self.slots[..self.len].iter();
+        sorted.map(|s| (s.key, total(&self.overflow, s)))
     }
 }
 
@@ -617,26 +606,26 @@ impl TraceTable {
         }
     }
 
-    /// The table's traces sorted in `order`.
-    pub fn into_sorted(self, order: TraceOrder) -> SortedTraces {
+    /// The traces sorted in `order`, each branch's mispredictions given to the first of its
+    /// traces (a branch's traces are adjacent in either order).
+    pub fn into_sorted(self, order: TraceOrder) -> Vec<((u64, u64, u64), Counts)> {
         match self {
             TraceTable::Packed {
-                packing,
+                packing: p,
                 traces,
                 mispreds,
-            } => SortedTraces::Packed {
-                packing,
+            } => {
                 // One 128-bit comparison per step instead of three.
-                traces: traces.into_sorted(|&k| {
+                let sorted = traces.into_sorted(|&k| {
                     let [a, b, c] = order.key(k).map(u128::from);
                     a << 64 | b << 32 | c
-                }),
-                mispreds,
-            },
-            TraceTable::Wide { traces, mispreds } => SortedTraces::Wide {
-                traces: traces.into_sorted(|&k| order.key(k)),
-                mispreds,
-            },
+                });
+                expand(&sorted, &mispreds, |a| p.unpack(a))
+            }
+            TraceTable::Wide { traces, mispreds } => {
+                let sorted = traces.into_sorted(|&k| order.key(k));
+                expand(&sorted, &mispreds, |a| a)
+            }
         }
     }
 
@@ -671,45 +660,7 @@ impl TraceTable {
     }
 }
 
-/// A finished [`TraceTable`]: its traces sorted in one [`TraceOrder`].
-pub enum SortedTraces {
-    Packed {
-        packing: Packing,
-        traces: SortedCounts<[u32; 3]>,
-        mispreds: CountTable<[u32; 2]>,
-    },
-    Wide {
-        traces: SortedCounts<[u64; 3]>,
-        mispreds: CountTable<[u64; 2]>,
-    },
-}
-
-impl SortedTraces {
-    pub fn len(&self) -> usize {
-        match self {
-            SortedTraces::Packed { traces, .. } => traces.len(),
-            SortedTraces::Wide { traces, .. } => traces.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The traces in order, each branch's mispredictions given to the first of its traces
-    /// (a branch's traces are adjacent in either order). Built in parallel.
-    pub fn expand(&self) -> Vec<((u64, u64, u64), Counts)> {
-        match self {
-            SortedTraces::Packed {
-                packing: p,
-                traces,
-                mispreds,
-            } => expand(traces, mispreds, |a| p.unpack(a)),
-            SortedTraces::Wide { traces, mispreds } => expand(traces, mispreds, |a| a),
-        }
-    }
-}
-
+/// Sorted traces with their counts, built in parallel.
 fn expand<T: Copy + Eq + Send + Sync>(
     traces: &SortedCounts<[T; 3]>,
     mispreds: &CountTable<[T; 2]>,
@@ -731,7 +682,7 @@ where
                 false => 0,
             };
             let counts = Counts {
-                taken: traces.count(&slots[i]),
+                taken: total(&traces.overflow, &slots[i]),
                 mispred,
             };
             ((unpack(b), unpack(f), unpack(t)), counts)
@@ -782,7 +733,7 @@ mod tests {
                 prop_assert_eq!(table.len(), taken.len());
                 prop_assert_eq!(&table.traces().collect::<HashMap<_, _>>(), &taken);
                 prop_assert_eq!(&table.mispreds().collect::<HashMap<_, _>>(), &mispreds);
-                let expanded = table.into_sorted(order).expand();
+                let expanded = table.into_sorted(order);
                 let mut expected: Vec<_> = taken.iter().map(|(&[b, f, t], &n)| ((b, f, t), n)).collect();
                 expected.sort_by_key(|&((b, f, t), _)| order.key([b, f, t]));
                 let got: Vec<_> = expanded.iter().map(|&(k, c)| (k, c.taken)).collect();
