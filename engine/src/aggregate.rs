@@ -1,7 +1,5 @@
 //! perf.data → per-binary branch traces and IP sample counts.
 
-#[cfg(test)]
-use std::path::Path;
 use std::sync::Arc;
 
 use hashbrown::HashMap;
@@ -699,6 +697,8 @@ pub fn event_name(side: &SideBand, event: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::binary::Segment;
     use proptest::prelude::*;
