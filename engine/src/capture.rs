@@ -144,7 +144,7 @@ fn index_file<'a>(
 ) -> std::result::Result<Option<Indexed<'a>>, PipeError> {
     let split = |walker: &Walker<'_, '_>, data: &[u8]| {
         let wanted = options.threads >= 2 && !options.render_mmap_events;
-        split_point(walker, data, SPLIT_INDEX_BYTES).filter(|_| wanted)
+        split_point(walker.endian, data, SPLIT_INDEX_BYTES).filter(|_| wanted)
     };
     index_split(map, options, progress, split)
 }
@@ -226,11 +226,11 @@ const SYNC_RECORDS: usize = 64;
 /// A likely record boundary near the middle of the data section, where a second thread can
 /// start indexing. It is only a guess (records carry no sync marker): the first thread's walk
 /// must end exactly on it for the second half to be used.
-fn split_point(walker: &Walker<'_, '_>, data: &[u8], min_bytes: usize) -> Option<usize> {
+fn split_point(endian: Endian, data: &[u8], min_bytes: usize) -> Option<usize> {
     if data.len() < min_bytes.max(16) {
         return None;
     }
-    let buf = Bytes::new(data, walker.endian);
+    let buf = Bytes::new(data, endian);
     // perf pads every record to 8 bytes.
     let middle = data.len() / 2 / 8 * 8;
     (middle..middle + (1 << 20))
@@ -243,6 +243,7 @@ fn plausible_records(buf: Bytes<'_>, mut pos: usize) -> bool {
     for _ in 0..SYNC_RECORDS {
         match next_record(buf, pos, 0) {
             Ok(Next::Record(r, next)) => {
+                // The kernel's record types, then perf's own (user) types.
                 let known = matches!(r.header.kind, 1..=21 | 64..=83);
                 if !known || r.header.size % 8 != 0 {
                     return false;
@@ -1003,7 +1004,7 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
         let whole = summary(index_at(&map, |_, _| None).ok().unwrap().unwrap());
-        let boundary = |w: &Walker<'_, '_>, data: &[u8]| split_point(w, data, 0);
+        let boundary = |w: &Walker<'_, '_>, data: &[u8]| split_point(w.endian, data, 0);
         let found = index_at(&map, |w, data| boundary(w, data)).ok().unwrap();
         assert_eq!(summary(found.unwrap()), whole);
         let inside_a_record = |w: &Walker<'_, '_>, data: &[u8]| boundary(w, data).map(|p| p + 8);

@@ -369,17 +369,16 @@ pub struct SortedCounts<K> {
 }
 
 impl<K: TableKey> SortedCounts<K> {
-    pub fn len(&self) -> usize {
-        self.len
+    /// The occupied slots, in order.
+    fn sorted(&self) -> &[Slot<K>] {
+        &self.slots[..self.len]
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
-        let sorted = self.slots[..self.len].iter();
-        sorted.map(|s| (s.key, total(&self.overflow, s)))
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
+        self.sorted()
+            .iter()
+            .map(|s| (s.key, total(&self.overflow, s)))
     }
 }
 
@@ -516,24 +515,14 @@ impl TraceTable {
     /// Adds `taken` (at least 1) and `mispred` to `trace`'s counts. Its addresses must be
     /// locations in the table's binary (see [`Packing`]).
     pub fn add(&mut self, trace: Trace, taken: u64, mispred: u64) {
-        let [b, f, t] = trace;
         match self {
             TraceTable::Packed {
-                packing: p,
-                traces,
-                mispreds,
-            } => {
-                traces.add([p.pack(b), p.pack(f), p.pack(t)], taken);
-                if mispred != 0 {
-                    mispreds.add([p.pack(b), p.pack(f)], mispred);
-                }
-            }
-            TraceTable::Wide { traces, mispreds } => {
-                traces.add(trace, taken);
-                if mispred != 0 {
-                    mispreds.add([b, f], mispred);
-                }
-            }
+                packing: p, traces, ..
+            } => traces.add(trace.map(|a| p.pack(a)), taken),
+            TraceTable::Wide { traces, .. } => traces.add(trace, taken),
+        }
+        if mispred != 0 {
+            self.add_mispreds([trace[0], trace[1]], mispred);
         }
     }
 
@@ -546,8 +535,7 @@ impl TraceTable {
                 traces,
                 mispreds,
             } => {
-                let pack = |[b, f, t]: Trace| [p.pack(b), p.pack(f), p.pack(t)];
-                add_batch_to(traces, mispreds, batch, pack);
+                add_batch_to(traces, mispreds, batch, |t| t.map(|a| p.pack(a)));
             }
             TraceTable::Wide { traces, mispreds } => {
                 add_batch_to(traces, mispreds, batch, |t| t);
@@ -670,7 +658,7 @@ where
     [T; 3]: TableKey,
     [T; 2]: TableKey,
 {
-    let slots = &traces.slots[..traces.len];
+    let slots = traces.sorted();
     let mut out = Vec::new();
     (0..slots.len())
         .into_par_iter()

@@ -255,33 +255,17 @@ impl<'a> BranchStack<'a> {
     /// Entry `i` (0 = newest). Returns `None` past the end.
     #[inline(always)]
     pub fn get(&self, i: usize) -> Option<BranchEntry> {
-        let off = i * BranchEntry::SIZE;
-        Some(BranchEntry {
-            from: self.entries.u64(off)?,
-            to: self.entries.u64(off + 8)?,
-            flags: BranchFlags::from_raw(self.entries.u64(off + 16)?, self.entries.endian),
-        })
+        let off = i.checked_mul(BranchEntry::SIZE)?;
+        let bytes = self.entries.slice(off, BranchEntry::SIZE)?;
+        Some(BranchEntry::parse(bytes, self.entries.endian))
     }
 
     /// The entries, newest first.
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = BranchEntry> + 'a {
         let endian = self.entries.endian;
-        self.entries
-            .data
-            .chunks_exact(BranchEntry::SIZE)
-            .map(move |e| {
-                let word = |at: usize| {
-                    let mut b = [0u8; 8];
-                    b.copy_from_slice(&e[at..at + 8]);
-                    endian.u64(b)
-                };
-                BranchEntry {
-                    from: word(0),
-                    to: word(8),
-                    flags: BranchFlags::from_raw(word(16), endian),
-                }
-            })
+        let entries = self.entries.data.chunks_exact(BranchEntry::SIZE);
+        entries.map(move |e| BranchEntry::parse(e, endian))
     }
 }
 
@@ -295,6 +279,21 @@ pub struct BranchEntry {
 
 impl BranchEntry {
     pub const SIZE: usize = 24;
+
+    /// An entry from its `SIZE` bytes (the caller has checked the length).
+    #[inline(always)]
+    fn parse(e: &[u8], endian: Endian) -> BranchEntry {
+        let word = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&e[at..at + 8]);
+            endian.u64(b)
+        };
+        BranchEntry {
+            from: word(0),
+            to: word(8),
+            flags: BranchFlags::from_raw(word(16), endian),
+        }
+    }
 }
 
 /// The flag word of a branch entry, normalised to little-endian bit positions.
