@@ -215,11 +215,6 @@ impl DataObjects {
     /// points at `section + addend`; BOLT names such targets that no object contains
     /// `SYMBOLat0x…` (0-sized).
     fn register_relocation_targets(&mut self, file: &object::File, sections: &[Section]) {
-        let in_data = |a: u64| {
-            sections
-                .iter()
-                .any(|s| a >= s.address && a - s.address < s.size && !s.executable)
-        };
         let mut targets = Vec::new();
         for section in file.sections() {
             for (_, reloc) in section.relocations() {
@@ -238,24 +233,13 @@ impl DataObjects {
                 targets.push(sym.address().wrapping_add(reloc.addend() as u64));
             }
         }
-        targets.sort_unstable();
-        targets.dedup();
-        for t in targets {
-            if in_data(t) && self.containing(t).is_none() {
-                self.register(t, 0, format!("{SYMBOL_PREFIX}0x{t:x}"));
-            }
-        }
+        self.register_unnamed(targets, sections, SYMBOL_PREFIX);
     }
 
     /// `handleAddressRef`: RIP-relative data references of every function that no object
     /// contains become 0-sized `DATAat0x…` objects.
     fn register_code_references(&mut self, file: &object::File, sections: &[Section]) {
         use iced_x86::{Decoder, DecoderOptions, Instruction};
-        let in_data = |a: u64| {
-            sections
-                .iter()
-                .any(|s| a >= s.address && a - s.address < s.size && !s.executable)
-        };
         let mut targets = Vec::new();
         let mut ins = Instruction::default();
         for sym in file.symbols() {
@@ -283,11 +267,22 @@ impl DataObjects {
                 }
             }
         }
+        self.register_unnamed(targets, sections, DATA_PREFIX);
+    }
+
+    /// Registers the data addresses among `targets` that no object contains as 0-sized
+    /// objects named `<prefix>0x<address>`.
+    fn register_unnamed(&mut self, mut targets: Vec<u64>, sections: &[Section], prefix: &str) {
+        let in_data = |a: u64| {
+            sections
+                .iter()
+                .any(|s| a >= s.address && a - s.address < s.size && !s.executable)
+        };
         targets.sort_unstable();
         targets.dedup();
         for t in targets {
             if in_data(t) && self.containing(t).is_none() {
-                self.register(t, 0, format!("{DATA_PREFIX}0x{t:x}"));
+                self.register(t, 0, format!("{prefix}0x{t:x}"));
             }
         }
     }
