@@ -243,9 +243,16 @@ impl<K: TableKey> CountTable<K> {
         self.add_hashed(key, key.hash64(self.seed), n);
     }
 
-    /// Adds one to the count of every key of a batch.
+    /// Adds one to the count of every key of a batch (at most [`BATCH`] keys).
     #[inline]
     pub fn add_batch(&mut self, batch: &[K]) {
+        self.add_prefetched(batch, |_| 1);
+    }
+
+    /// Adds `count(i)` to the count of `batch[i]`, hashing the whole batch and prefetching its
+    /// slots before the first insert.
+    #[inline(always)]
+    fn add_prefetched(&mut self, batch: &[K], count: impl Fn(usize) -> u64) {
         // Grow first so the prefetched slots stay valid for the whole batch.
         if self.over_limit(batch.len()) {
             self.grow();
@@ -255,8 +262,8 @@ impl<K: TableKey> CountTable<K> {
             *h = key.hash64(self.seed);
             prefetch(&self.slots[*h as usize & self.mask]);
         }
-        for (&h, &key) in hashes.iter().zip(batch) {
-            self.add_hashed(key, h, 1);
+        for (i, (&h, &key)) in hashes.iter().zip(batch).enumerate() {
+            self.add_hashed(key, h, count(i));
         }
     }
 
@@ -303,11 +310,21 @@ impl<K: TableKey> CountTable<K> {
         }
     }
 
-    /// Adds every entry of `other`.
+    /// Adds every entry of `other`, a prefetched batch at a time (the two tables hash
+    /// differently, so `other`'s keys land all over this one).
     pub fn merge(&mut self, other: CountTable<K>) {
-        for (key, n) in other.iter() {
-            self.add(key, n);
+        let mut keys = [K::zeroed(); BATCH];
+        let mut counts = [0u64; BATCH];
+        let mut n = 0;
+        for (key, count) in other.iter() {
+            (keys[n], counts[n]) = (key, count);
+            n += 1;
+            if n == BATCH {
+                self.add_prefetched(&keys, |i| counts[i]);
+                n = 0;
+            }
         }
+        self.add_prefetched(&keys[..n], |i| counts[i]);
     }
 
     /// The entries sorted by `order`, in the table's own storage: the occupied slots are moved
@@ -732,6 +749,29 @@ mod tests {
                     let want = if first { mispreds.get(&[b, f]).copied().unwrap_or(0) } else { 0 };
                     prop_assert_eq!(c.mispred, want);
                 }
+            }
+        }
+
+        /// Two tables filled with the two halves of a stream and merged count what one table
+        /// filled with the whole stream counts (merges go a prefetched batch at a time).
+        #[test]
+        fn merged_tables_equal_hashmap(
+            keys in prop::collection::vec((location(), location(), location(), any::<bool>()), 0..600),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let items: Vec<(Trace, bool)> = keys.iter().map(|&(a, b, c, m)| ([a, b, c], m)).collect();
+            let (taken, mispreds) = reference(&items);
+            let (first, second) = items.split_at(cut.index(items.len() + 1));
+            let fill = |part: &[(Trace, bool)], mut table: TraceTable| {
+                part.chunks(BATCH).for_each(|c| table.add_batch(c));
+                table
+            };
+            for make in [|| TraceTable::for_span(0x1000, 0x1040), TraceTable::default] {
+                let mut table = fill(first, make());
+                table.merge(fill(second, make()));
+                prop_assert_eq!(table.len(), taken.len());
+                prop_assert_eq!(&table.traces().collect::<HashMap<_, _>>(), &taken);
+                prop_assert_eq!(&table.mispreds().collect::<HashMap<_, _>>(), &mispreds);
             }
         }
 
