@@ -18,7 +18,7 @@ pub mod memory;
 
 use std::io::Write;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use formats::bolt::fdata::{FdataWriter, Location};
 use formats::bolt::preagg::BR_ONLY;
@@ -107,10 +107,7 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
         return fdata;
     }
     let bodies = analyse_touched(profile, functions);
-    let known_returns: HashMap<u64, bool> = std::iter::once(FT_EXTERNAL_RETURN)
-        .chain(profile.returns.iter().copied())
-        .map(|a| (a, true))
-        .collect();
+    let returns = find_returns(profile, functions);
     // In address order, consecutive traces share their function and its CFG, which then stay
     // in cache: hash order costs a cache miss per lookup.
     let by_start = |t: &((u64, u64, u64), crate::table::Counts)| t.0 .1;
@@ -129,7 +126,7 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
                 branches: HashMap::new(),
                 stats: TraceStats::default(),
             };
-            walk.add_traces(&bodies, &mut known_returns.clone(), chunk);
+            walk.add_traces(&bodies, &returns, chunk);
             (walk.branches.into_iter().collect(), walk.stats)
         })
         .collect();
@@ -193,6 +190,21 @@ fn analyse_touched(profile: &BinaryProfile, functions: &Functions) -> HashMap<u3
         .collect()
 }
 
+/// The branch sources of the profile's traces that are returns: those the input marks as
+/// such, and those whose instruction is one. Each distinct source is decoded once, in parallel
+/// and in address order (the function lookups then stay in cache).
+fn find_returns(profile: &BinaryProfile, functions: &Functions) -> HashSet<u64> {
+    let mut branches: Vec<u64> = profile.traces.par_iter().map(|t| t.0 .0).collect();
+    branches.par_sort_unstable();
+    branches.dedup();
+    let decoded: Vec<u64> = branches
+        .into_par_iter()
+        .filter(|&b| is_return_at(functions, b))
+        .collect();
+    let known = std::iter::once(FT_EXTERNAL_RETURN).chain(profile.returns.iter().copied());
+    decoded.into_iter().chain(known).collect()
+}
+
 /// perf2bolt's `checkReturn`: is the instruction at `addr` (inside a function) a return?
 fn is_return_at(functions: &Functions, addr: u64) -> bool {
     if functions.index_containing(addr).is_none() {
@@ -212,18 +224,17 @@ fn is_return_at(functions: &Functions, addr: u64) -> bool {
 }
 
 impl ChunkWalk<'_> {
-    /// Branch records and fall-throughs of `traces`; `returns` memoizes `is_return_at`.
+    /// Branch records and fall-throughs of `traces`, given the branch sources that are
+    /// returns ([`find_returns`]).
     fn add_traces(
         &mut self,
         bodies: &HashMap<u32, Body>,
-        returns: &mut HashMap<u64, bool>,
+        returns: &HashSet<u64>,
         traces: &[((u64, u64, u64), crate::table::Counts)],
     ) {
         let mut steps = Vec::new();
         for &((branch, from, to), c) in traces {
-            let is_return = *returns
-                .entry(branch)
-                .or_insert_with(|| is_return_at(self.functions, branch));
+            let is_return = returns.contains(&branch);
             if !is_return && branch != FT_ONLY && branch != FT_EXTERNAL_ORIGIN {
                 self.add_branch(branch, from, c.taken, c.mispred);
             }
