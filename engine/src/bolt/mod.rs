@@ -79,9 +79,9 @@ impl TraceStats {
 /// One binary's symbolized profile.
 pub struct Fdata<'f> {
     functions: &'f Functions,
-    /// Every chunk's counts, concatenated: a key can appear in more than one chunk, and the
-    /// writer sums such lines after sorting (cheaper than merging the chunks' maps).
-    lines: Vec<CountedLine>,
+    /// Every chunk's counts, a list per chunk: a key can appear in more than one chunk, and
+    /// the writer sums such lines after sorting (cheaper than merging the chunks' maps).
+    parts: Vec<Vec<CountedLine>>,
     samples: HashMap<(u32, u64), u64>,
     /// `Some(events)` for a basic (`no_lbr`) profile.
     basic_events: Option<Vec<String>>,
@@ -130,11 +130,8 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
             (walk.branches.into_iter().collect(), walk.stats)
         })
         .collect();
-    fdata
-        .lines
-        .reserve(parts.iter().map(|(lines, _)| lines.len()).sum());
     for (lines, stats) in parts {
-        fdata.lines.extend(lines);
+        fdata.parts.push(lines);
         fdata.stats.add(stats);
     }
     fdata
@@ -147,7 +144,7 @@ impl<'f> Fdata<'f> {
     fn new(functions: &'f Functions, basic_events: Option<Vec<String>>) -> Self {
         Fdata {
             functions,
-            lines: Vec::new(),
+            parts: Vec::new(),
             samples: HashMap::new(),
             basic_events,
             stats: TraceStats::default(),
@@ -356,11 +353,9 @@ impl Fdata<'_> {
             return Ok(());
         }
         let names = PrintedNames::new(self.functions);
-        let mut lines: Vec<_> = self
-            .lines
-            .par_iter()
-            .map(|&((from, to), b)| (names.sort_key(from, to), (from, to), b))
-            .collect();
+        let mut lines = gather(&self.parts, |&((from, to), b)| {
+            (names.sort_key(from, to), (from, to), b)
+        });
         lines.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         // Keys split between chunks are now adjacent (a key identifies its two locations).
         lines.dedup_by(|later, kept| {
@@ -380,6 +375,29 @@ impl Fdata<'_> {
     fn name(&self, func: Option<u32>) -> &str {
         func.map_or("", |f| self.functions.get(f as usize).name.as_str())
     }
+}
+
+/// `map` of every item of `parts`, in order, computed in parallel straight into one vector
+/// (no concatenated copy first).
+fn gather<T: Sync, U: Send>(parts: &[Vec<T>], map: impl Fn(&T) -> U + Sync) -> Vec<U> {
+    let starts: Vec<usize> = (parts.iter())
+        .scan(0, |start, part| {
+            let this = *start;
+            *start += part.len();
+            Some(this)
+        })
+        .collect();
+    let total = parts.iter().map(Vec::len).sum();
+    let mut out = Vec::new();
+    (0..total)
+        .into_par_iter()
+        .map(|i| {
+            // The last part starting at or before `i`: empty parts share the next one's start.
+            let part = starts.partition_point(|&start| start <= i) - 1;
+            map(&parts[part][i - starts[part]])
+        })
+        .collect_into_vec(&mut out);
+    out
 }
 
 /// Branch lines' order key: the owning function's name, unknown sources last, then BOLT's
@@ -600,4 +618,20 @@ pub fn profile_from_preagg(
     profile.returns.sort_unstable();
     profile.returns.dedup();
     Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Gathering the chunks' lists equals mapping their concatenation, empty lists included.
+        #[test]
+        fn gather_equals_concatenation(parts in prop::collection::vec(prop::collection::vec(any::<u32>(), 0..40), 0..12)) {
+            let gathered = gather(&parts, |&x| u64::from(x) * 3);
+            let expected: Vec<u64> = parts.concat().iter().map(|&x| u64::from(x) * 3).collect();
+            prop_assert_eq!(gathered, expected);
+        }
+    }
 }
