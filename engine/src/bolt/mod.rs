@@ -157,12 +157,12 @@ impl<'f> Fdata<'f> {
 fn analyse_touched(profile: &BinaryProfile, functions: &Functions) -> HashMap<u32, Body> {
     let mut touched: Vec<u32> = profile
         .traces
-        .iter()
+        .par_iter()
         .filter(|((_, _, to), _)| *to != BR_ONLY)
         .filter_map(|((_, from, _), _)| functions.index_containing(*from))
         .map(|i| i as u32)
         .collect();
-    touched.sort_unstable();
+    touched.par_sort_unstable();
     touched.dedup();
     let phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = touched
         .into_par_iter()
