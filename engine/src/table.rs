@@ -30,6 +30,13 @@ impl Counts {
     }
 }
 
+impl std::ops::AddAssign for Counts {
+    #[inline(always)]
+    fn add_assign(&mut self, other: Counts) {
+        self.add(other);
+    }
+}
+
 /// A basic (IP) sample key: which event, which process, which address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IpKey {
@@ -93,16 +100,110 @@ where
     }
 }
 
-/// A slot: `count == 0` marks it empty (every stored key was counted at least once).
+/// What a slot counts, packed into its 32-bit count word. A count that would not fit is
+/// spilled into the table's overflow map.
+pub trait Tally: Copy + bytemuck::Zeroable + Send + Sync {
+    /// A whole count, as the table's users see it.
+    type Total: Copy + Default + std::ops::AddAssign + Send + Sync;
+    /// Whether this is the all-zero word of an empty slot.
+    fn is_empty(self) -> bool;
+    /// `self + n`, if it fits (`n` is never nothing: the result is not empty).
+    fn checked_add(self, n: Self::Total) -> Option<Self>;
+    /// When `self + n` does not fit: what the slot keeps (not empty) and what goes to the
+    /// overflow map, together `self + n`. Spilling everything but a minimum, rather than only
+    /// `n`, keeps a saturated hot key from taking the overflow map on every later insert.
+    fn spill(self, n: Self::Total) -> (Self, Self::Total);
+    fn total(self) -> Self::Total;
+}
+
+/// A plain count.
+impl Tally for u32 {
+    type Total = u64;
+
+    #[inline(always)]
+    fn is_empty(self) -> bool {
+        self == 0
+    }
+
+    #[inline(always)]
+    fn checked_add(self, n: u64) -> Option<u32> {
+        u32::try_from(u64::from(self) + n).ok()
+    }
+
+    fn spill(self, n: u64) -> (u32, u64) {
+        (1, u64::from(self) + n - 1)
+    }
+
+    #[inline(always)]
+    fn total(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+/// A trace's count (low 24 bits) and how many of those times its branch was mispredicted (high
+/// 8 bits) in one word: a trace and its mispredictions then cost one cache miss, not two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct TraceTally(u32);
+
+// SAFETY: a `u32` in a transparent wrapper; all zeroes is the empty tally.
+unsafe impl bytemuck::Zeroable for TraceTally {}
+
+const TAKEN_BITS: u32 = 24;
+const TAKEN_MAX: u64 = (1 << TAKEN_BITS) - 1;
+const MISPRED_MAX: u64 = (1 << (32 - TAKEN_BITS)) - 1;
+
+impl TraceTally {
+    fn parts(self) -> (u64, u64) {
+        (
+            u64::from(self.0) & TAKEN_MAX,
+            u64::from(self.0 >> TAKEN_BITS),
+        )
+    }
+}
+
+impl Tally for TraceTally {
+    type Total = Counts;
+
+    #[inline(always)]
+    fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    #[inline(always)]
+    fn checked_add(self, n: Counts) -> Option<TraceTally> {
+        let (taken, mispred) = self.parts();
+        let (taken, mispred) = (taken + n.taken, mispred + n.mispred);
+        (taken <= TAKEN_MAX && mispred <= MISPRED_MAX)
+            .then_some(TraceTally(taken as u32 | (mispred as u32) << TAKEN_BITS))
+    }
+
+    fn spill(self, n: Counts) -> (TraceTally, Counts) {
+        let (taken, mispred) = self.parts();
+        let rest = Counts {
+            taken: taken + n.taken - 1,
+            mispred: mispred + n.mispred,
+        };
+        (TraceTally(1), rest)
+    }
+
+    #[inline(always)]
+    fn total(self) -> Counts {
+        let (taken, mispred) = self.parts();
+        Counts { taken, mispred }
+    }
+}
+
+/// A slot: an empty count marks it empty (every stored key was counted at least once).
 #[derive(Clone, Copy)]
 #[repr(C)]
-struct Slot<K> {
+struct Slot<K, C = u32> {
     key: K,
-    count: u32,
+    count: C,
 }
 
 // SAFETY: `Slot` is `repr(C)` and its fields are `Zeroable`; all zeroes is an empty slot.
-unsafe impl<K: bytemuck::Zeroable> bytemuck::Zeroable for Slot<K> {}
+unsafe impl<K: bytemuck::Zeroable, C: bytemuck::Zeroable> bytemuck::Zeroable for Slot<K, C> {}
 
 #[inline(always)]
 fn prefetch<T>(p: *const T) {
@@ -118,8 +219,8 @@ fn prefetch<T>(p: *const T) {
 /// A table's zeroed slots: small ones on the heap; large ones in an anonymous mapping backed by
 /// transparent huge pages where the kernel allows, since the tables are touched at random and
 /// one fault per 4 KiB page cost more system time than the decoding itself.
-struct Slots<K> {
-    heap: Vec<Slot<K>>,
+struct Slots<K, C> {
+    heap: Vec<Slot<K, C>>,
     mapped: Option<memmap2::MmapMut>,
     len: usize,
 }
@@ -127,9 +228,9 @@ struct Slots<K> {
 /// Tables from this size up are mapped (one huge page).
 const MAPPED_BYTES: usize = 2 << 20;
 
-impl<K: bytemuck::Zeroable> Slots<K> {
-    fn zeroed(count: usize) -> Slots<K> {
-        let bytes = count * std::mem::size_of::<Slot<K>>();
+impl<K: bytemuck::Zeroable, C: bytemuck::Zeroable> Slots<K, C> {
+    fn zeroed(count: usize) -> Slots<K, C> {
+        let bytes = count * std::mem::size_of::<Slot<K, C>>();
         if bytes >= MAPPED_BYTES {
             if let Ok(map) = memmap2::MmapMut::map_anon(bytes) {
                 #[cfg(target_os = "linux")]
@@ -149,9 +250,9 @@ impl<K: bytemuck::Zeroable> Slots<K> {
     }
 }
 
-impl<K> std::ops::Deref for Slots<K> {
-    type Target = [Slot<K>];
-    fn deref(&self) -> &[Slot<K>] {
+impl<K, C> std::ops::Deref for Slots<K, C> {
+    type Target = [Slot<K, C>];
+    fn deref(&self) -> &[Slot<K, C>] {
         match &self.mapped {
             // SAFETY: the mapping is page-aligned (more than `Slot`'s alignment), exactly
             // `len` slots long, zero-filled when made (all zeroes is a valid `Slot`), and only
@@ -162,8 +263,8 @@ impl<K> std::ops::Deref for Slots<K> {
     }
 }
 
-impl<K> std::ops::DerefMut for Slots<K> {
-    fn deref_mut(&mut self) -> &mut [Slot<K>] {
+impl<K, C> std::ops::DerefMut for Slots<K, C> {
+    fn deref_mut(&mut self) -> &mut [Slot<K, C>] {
         match &mut self.mapped {
             // SAFETY: as in `deref`; `&mut self` makes the access exclusive.
             Some(m) => unsafe { std::slice::from_raw_parts_mut(m.as_mut_ptr().cast(), self.len) },
@@ -178,13 +279,12 @@ pub const BATCH: usize = 64;
 /// An open-addressing table of counts built for the decode loop: a whole batch of keys is
 /// hashed first and its slots prefetched, so the cache misses of up to 64 inserts overlap
 /// instead of being paid one after another (the table rarely fits in cache). Counts are 32-bit
-/// in the slots; what a slot cannot hold goes to the overflow map (a key counted 2^32 times
-/// needs a capture of hundreds of GB).
-pub struct CountTable<K> {
-    slots: Slots<K>,
+/// words in the slots ([`Tally`]); what a slot cannot hold goes to the overflow map.
+pub struct CountTable<K, C: Tally = u32> {
+    slots: Slots<K, C>,
     len: usize,
     mask: usize,
-    overflow: HashMap<K, u64>,
+    overflow: HashMap<K, C::Total>,
     /// Each table hashes with its own seed. With one hash for all, merging a table walks it in
     /// the other's home-slot order, and where the two hold mostly different keys the inserts
     /// pile into one ever-longer probe run: quadratic (1.2 s instead of tens of ms for two
@@ -192,7 +292,7 @@ pub struct CountTable<K> {
     seed: u64,
 }
 
-impl<K: TableKey> Default for CountTable<K> {
+impl<K: TableKey, C: Tally> Default for CountTable<K, C> {
     fn default() -> Self {
         CountTable::with_capacity_pow2(1 << 10, next_seed())
     }
@@ -205,7 +305,7 @@ fn next_seed() -> u64 {
     fold_multiply(n ^ 0x243f_6a88_85a3_08d3, 0x9e37_79b9_7f4a_7c15) | 1
 }
 
-impl<K: TableKey> CountTable<K> {
+impl<K: TableKey, C: Tally> CountTable<K, C> {
     fn with_capacity_pow2(cap: usize, seed: u64) -> Self {
         CountTable {
             slots: Slots::zeroed(cap),
@@ -237,22 +337,16 @@ impl<K: TableKey> CountTable<K> {
         (self.len + extra) * 4 > self.slots.len() * 3
     }
 
-    /// Adds `n` (at least 1) to `key`'s count.
+    /// Adds `n` (not nothing) to `key`'s count.
     #[inline(always)]
-    pub fn add(&mut self, key: K, n: u64) {
+    pub fn add(&mut self, key: K, n: C::Total) {
         self.add_hashed(key, key.hash64(self.seed), n);
     }
 
-    /// Adds one to the count of every key of a batch (at most [`BATCH`] keys).
-    #[inline]
-    pub fn add_batch(&mut self, batch: &[K]) {
-        self.add_prefetched(batch, |_| 1);
-    }
-
-    /// Adds `count(i)` to the count of `batch[i]`, hashing the whole batch and prefetching its
-    /// slots before the first insert.
+    /// Adds `count(i)` (not nothing) to the count of `batch[i]`, hashing the whole batch (at
+    /// most [`BATCH`] keys) and prefetching its slots before the first insert.
     #[inline(always)]
-    fn add_prefetched(&mut self, batch: &[K], count: impl Fn(usize) -> u64) {
+    fn add_prefetched(&mut self, batch: &[K], count: impl Fn(usize) -> C::Total) {
         // Grow first so the prefetched slots stay valid for the whole batch.
         if self.over_limit(batch.len()) {
             self.grow();
@@ -268,14 +362,13 @@ impl<K: TableKey> CountTable<K> {
     }
 
     #[inline(always)]
-    fn add_hashed(&mut self, key: K, hash: u64, n: u64) {
+    fn add_hashed(&mut self, key: K, hash: u64, n: C::Total) {
         let mut i = hash as usize & self.mask;
         loop {
             let slot = &mut self.slots[i];
-            if slot.count == 0 {
+            if slot.count.is_empty() {
                 slot.key = key;
-                slot.count = 1;
-                self.add_count(i, n - 1);
+                self.add_count(i, n);
                 self.len += 1;
                 if self.over_limit(0) {
                     self.grow();
@@ -292,11 +385,15 @@ impl<K: TableKey> CountTable<K> {
 
     /// Adds to slot `i`'s count, or to the overflow map what would not fit.
     #[inline(always)]
-    fn add_count(&mut self, i: usize, n: u64) {
+    fn add_count(&mut self, i: usize, n: C::Total) {
         let slot = &mut self.slots[i];
-        match u32::try_from(u64::from(slot.count) + n) {
-            Ok(c) => slot.count = c,
-            Err(_) => *self.overflow.entry(slot.key).or_default() += n,
+        match slot.count.checked_add(n) {
+            Some(c) => slot.count = c,
+            None => {
+                let (kept, rest) = slot.count.spill(n);
+                slot.count = kept;
+                *self.overflow.entry(slot.key).or_default() += rest;
+            }
         }
     }
 
@@ -305,16 +402,16 @@ impl<K: TableKey> CountTable<K> {
         let bigger = CountTable::with_capacity_pow2(self.slots.len() * 2, self.seed);
         let mut old = std::mem::replace(self, bigger);
         self.overflow = std::mem::take(&mut old.overflow);
-        for s in old.slots.iter().filter(|s| s.count != 0) {
-            self.add(s.key, u64::from(s.count));
+        for s in old.slots.iter().filter(|s| !s.count.is_empty()) {
+            self.add(s.key, s.count.total());
         }
     }
 
     /// Adds every entry of `other`, a prefetched batch at a time (the two tables hash
     /// differently, so `other`'s keys land all over this one).
-    pub fn merge(&mut self, other: CountTable<K>) {
+    pub fn merge(&mut self, other: CountTable<K, C>) {
         let mut keys = [K::zeroed(); BATCH];
-        let mut counts = [0u64; BATCH];
+        let mut counts = [C::Total::default(); BATCH];
         let mut n = 0;
         for (key, count) in other.iter() {
             (keys[n], counts[n]) = (key, count);
@@ -329,11 +426,11 @@ impl<K: TableKey> CountTable<K> {
 
     /// The entries sorted by `order`, in the table's own storage: the occupied slots are moved
     /// to the front and sorted there, so finishing a table allocates nothing.
-    pub fn into_sorted<O: Ord>(mut self, order: impl Fn(&K) -> O + Sync) -> SortedCounts<K> {
+    pub fn into_sorted<O: Ord>(mut self, order: impl Fn(&K) -> O + Sync) -> SortedCounts<K, C> {
         let slots = &mut self.slots[..];
         let mut len = 0;
         for i in 0..slots.len() {
-            if slots[i].count != 0 {
+            if !slots[i].count.is_empty() {
                 slots[len] = slots[i];
                 len += 1;
             }
@@ -346,13 +443,13 @@ impl<K: TableKey> CountTable<K> {
         }
     }
 
-    /// `key`'s count (0 if it was never counted).
-    pub fn get(&self, key: &K) -> u64 {
+    /// `key`'s count (nothing if it was never counted).
+    pub fn get(&self, key: &K) -> C::Total {
         let mut i = self.home(key);
         loop {
             let slot = &self.slots[i];
-            if slot.count == 0 {
-                return 0;
+            if slot.count.is_empty() {
+                return C::Total::default();
             }
             if slot.key == *key {
                 return total(&self.overflow, slot);
@@ -362,37 +459,45 @@ impl<K: TableKey> CountTable<K> {
     }
 
     /// All entries, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
-        let occupied = self.slots.iter().filter(|s| s.count != 0);
+    pub fn iter(&self) -> impl Iterator<Item = (K, C::Total)> + '_ {
+        let occupied = self.slots.iter().filter(|s| !s.count.is_empty());
         occupied.map(|s| (s.key, total(&self.overflow, s)))
+    }
+}
+
+impl<K: TableKey> CountTable<K> {
+    /// Adds one to the count of every key of a batch (at most [`BATCH`] keys).
+    #[inline]
+    pub fn add_batch(&mut self, batch: &[K]) {
+        self.add_prefetched(batch, |_| 1);
     }
 }
 
 /// A slot's whole count: its own plus what overflowed it.
 #[inline(always)]
-fn total<K: TableKey>(overflow: &HashMap<K, u64>, s: &Slot<K>) -> u64 {
-    let more = match overflow.is_empty() {
-        true => 0,
-        false => overflow.get(&s.key).copied().unwrap_or(0),
-    };
-    u64::from(s.count) + more
+fn total<K: TableKey, C: Tally>(overflow: &HashMap<K, C::Total>, s: &Slot<K, C>) -> C::Total {
+    let mut all = s.count.total();
+    if !overflow.is_empty() {
+        all += overflow.get(&s.key).copied().unwrap_or_default();
+    }
+    all
 }
 
 /// A finished [`CountTable`]: its entries in order.
-pub struct SortedCounts<K> {
-    slots: Slots<K>,
+pub struct SortedCounts<K, C: Tally = u32> {
+    slots: Slots<K, C>,
     len: usize,
-    overflow: HashMap<K, u64>,
+    overflow: HashMap<K, C::Total>,
 }
 
-impl<K: TableKey> SortedCounts<K> {
+impl<K: TableKey, C: Tally> SortedCounts<K, C> {
     /// The occupied slots, in order.
-    fn sorted(&self) -> &[Slot<K>] {
+    fn sorted(&self) -> &[Slot<K, C>] {
         &self.slots[..self.len]
     }
 
     #[cfg(test)]
-    fn iter(&self) -> impl Iterator<Item = (K, u64)> + '_ {
+    fn iter(&self) -> impl Iterator<Item = (K, C::Total)> + '_ {
         self.sorted()
             .iter()
             .map(|s| (s.key, total(&self.overflow, s)))
@@ -456,43 +561,37 @@ impl Packing {
     }
 }
 
-/// Counts a batch of traces in `traces` and their mispredictions in `mispreds`, both batched
-/// (mispredictions are rarer, but their table is no likelier to be in cache).
+/// A trace table's slots: a trace's count and mispredictions share one word.
+type TraceCounts<K> = CountTable<K, TraceTally>;
+
+/// Counts every trace of a batch once, and its misprediction.
 #[inline(always)]
 fn add_batch_to<T: Copy + Into<u64>>(
-    traces: &mut CountTable<[T; 3]>,
-    mispreds: &mut CountTable<[T; 2]>,
+    traces: &mut TraceCounts<[T; 3]>,
     batch: &[(Trace, bool)],
     pack: impl Fn(Trace) -> [T; 3],
 ) where
     [T; 3]: TableKey,
-    [T; 2]: TableKey,
 {
     let mut keys = [<[T; 3]>::zeroed(); BATCH];
-    let mut mispredicted = [<[T; 2]>::zeroed(); BATCH];
-    let mut m = 0;
-    for (k, &(trace, mispred)) in keys.iter_mut().zip(batch) {
+    for (k, &(trace, _)) in keys.iter_mut().zip(batch) {
         *k = pack(trace);
-        mispredicted[m] = [k[0], k[1]];
-        m += mispred as usize;
     }
-    traces.add_batch(&keys[..batch.len()]);
-    if m > 0 {
-        mispreds.add_batch(&mispredicted[..m]);
-    }
+    let counts = |i: usize| Counts {
+        taken: 1,
+        mispred: u64::from(batch[i].1),
+    };
+    traces.add_prefetched(&keys[..batch.len()], counts);
 }
 
-/// A binary's trace counts, and its mispredictions per branch (all any output needs of them:
-/// BOLT keeps mispredictions per branch, not per trace).
+/// A binary's trace counts, with how often each trace's branch was mispredicted.
 pub enum TraceTable {
     Packed {
         packing: Packing,
-        traces: CountTable<[u32; 3]>,
-        mispreds: CountTable<[u32; 2]>,
+        traces: TraceCounts<[u32; 3]>,
     },
     Wide {
-        traces: CountTable<[u64; 3]>,
-        mispreds: CountTable<[u64; 2]>,
+        traces: TraceCounts<[u64; 3]>,
     },
 }
 
@@ -500,7 +599,6 @@ impl Default for TraceTable {
     fn default() -> Self {
         TraceTable::Wide {
             traces: CountTable::default(),
-            mispreds: CountTable::default(),
         }
     }
 }
@@ -512,7 +610,6 @@ impl TraceTable {
             Some(packing) => TraceTable::Packed {
                 packing,
                 traces: CountTable::default(),
-                mispreds: CountTable::default(),
             },
             None => TraceTable::default(),
         }
@@ -521,7 +618,7 @@ impl TraceTable {
     pub fn len(&self) -> usize {
         match self {
             TraceTable::Packed { traces, .. } => traces.len(),
-            TraceTable::Wide { traces, .. } => traces.len(),
+            TraceTable::Wide { traces } => traces.len(),
         }
     }
 
@@ -532,14 +629,12 @@ impl TraceTable {
     /// Adds `taken` (at least 1) and `mispred` to `trace`'s counts. Its addresses must be
     /// locations in the table's binary (see [`Packing`]).
     pub fn add(&mut self, trace: Trace, taken: u64, mispred: u64) {
+        let counts = Counts { taken, mispred };
         match self {
-            TraceTable::Packed {
-                packing: p, traces, ..
-            } => traces.add(trace.map(|a| p.pack(a)), taken),
-            TraceTable::Wide { traces, .. } => traces.add(trace, taken),
-        }
-        if mispred != 0 {
-            self.add_mispreds([trace[0], trace[1]], mispred);
+            TraceTable::Packed { packing: p, traces } => {
+                traces.add(trace.map(|a| p.pack(a)), counts)
+            }
+            TraceTable::Wide { traces } => traces.add(trace, counts),
         }
     }
 
@@ -547,16 +642,10 @@ impl TraceTable {
     #[inline]
     pub fn add_batch(&mut self, batch: &[(Trace, bool)]) {
         match self {
-            TraceTable::Packed {
-                packing: p,
-                traces,
-                mispreds,
-            } => {
-                add_batch_to(traces, mispreds, batch, |t| t.map(|a| p.pack(a)));
+            TraceTable::Packed { packing: p, traces } => {
+                add_batch_to(traces, batch, |t| t.map(|a| p.pack(a)));
             }
-            TraceTable::Wide { traces, mispreds } => {
-                add_batch_to(traces, mispreds, batch, |t| t);
-            }
+            TraceTable::Wide { traces } => add_batch_to(traces, batch, |t| t),
         }
     }
 
@@ -564,133 +653,78 @@ impl TraceTable {
     pub fn merge(&mut self, other: TraceTable) {
         match (self, other) {
             (
-                TraceTable::Packed {
-                    packing,
-                    traces,
-                    mispreds,
-                },
+                TraceTable::Packed { packing, traces },
                 TraceTable::Packed {
                     packing: q,
                     traces: t,
-                    mispreds: m,
                 },
-            ) if *packing == q => {
-                traces.merge(t);
-                mispreds.merge(m);
-            }
-            (
-                TraceTable::Wide { traces, mispreds },
-                TraceTable::Wide {
-                    traces: t,
-                    mispreds: m,
-                },
-            ) => {
-                traces.merge(t);
-                mispreds.merge(m);
-            }
+            ) if *packing == q => traces.merge(t),
+            (TraceTable::Wide { traces }, TraceTable::Wide { traces: t }) => traces.merge(t),
             (this, other) => {
-                for (trace, taken) in other.traces() {
-                    this.add(trace, taken, 0);
-                }
-                for ([b, f], m) in other.mispreds() {
-                    // Every mispredicted branch was counted with one of its traces.
-                    this.add_mispreds([b, f], m);
+                for (trace, c) in other.entries() {
+                    this.add(trace, c.taken, c.mispred);
                 }
             }
         }
     }
 
-    fn add_mispreds(&mut self, [b, f]: [u64; 2], n: u64) {
-        match self {
-            TraceTable::Packed {
-                packing: p,
-                mispreds,
-                ..
-            } => mispreds.add([p.pack(b), p.pack(f)], n),
-            TraceTable::Wide { mispreds, .. } => mispreds.add([b, f], n),
-        }
-    }
-
-    /// The traces sorted in `order`, each branch's mispredictions given to the first of its
+    /// The traces sorted in `order`, each branch's mispredictions summed on the first of its
     /// traces (a branch's traces are adjacent in either order).
     pub fn into_sorted(self, order: TraceOrder) -> Vec<((u64, u64, u64), Counts)> {
         match self {
-            TraceTable::Packed {
-                packing: p,
-                traces,
-                mispreds,
-            } => {
+            TraceTable::Packed { packing: p, traces } => {
                 // One 128-bit comparison per step instead of three.
                 let sorted = traces.into_sorted(|&k| {
                     let [a, b, c] = order.key(k).map(u128::from);
                     a << 64 | b << 32 | c
                 });
-                expand(&sorted, &mispreds, |a| p.unpack(a))
+                expand(&sorted, |a| p.unpack(a))
             }
-            TraceTable::Wide { traces, mispreds } => {
+            TraceTable::Wide { traces } => {
                 let sorted = traces.into_sorted(|&k| order.key(k));
-                expand(&sorted, &mispreds, |a| a)
+                expand(&sorted, |a| a)
             }
         }
     }
 
-    /// Every trace and how often it was taken, in no particular order.
-    pub fn traces(&self) -> Box<dyn Iterator<Item = (Trace, u64)> + '_> {
+    /// Every trace with its counts, in no particular order.
+    pub fn entries(&self) -> Box<dyn Iterator<Item = (Trace, Counts)> + '_> {
         match self {
-            TraceTable::Packed {
-                packing: p, traces, ..
-            } => Box::new(
+            TraceTable::Packed { packing: p, traces } => Box::new(
                 traces
                     .iter()
-                    .map(|([b, f, t], n)| ([p.unpack(b), p.unpack(f), p.unpack(t)], n)),
+                    .map(|([b, f, t], c)| ([p.unpack(b), p.unpack(f), p.unpack(t)], c)),
             ),
-            TraceTable::Wide { traces, .. } => Box::new(traces.iter()),
-        }
-    }
-
-    /// Mispredictions per branch (source, target), in no particular order.
-    pub fn mispreds(&self) -> Box<dyn Iterator<Item = ([u64; 2], u64)> + '_> {
-        match self {
-            TraceTable::Packed {
-                packing: p,
-                mispreds,
-                ..
-            } => Box::new(
-                mispreds
-                    .iter()
-                    .map(|([b, f], n)| ([p.unpack(b), p.unpack(f)], n)),
-            ),
-            TraceTable::Wide { mispreds, .. } => Box::new(mispreds.iter()),
+            TraceTable::Wide { traces } => Box::new(traces.iter()),
         }
     }
 }
 
 /// Sorted traces with their counts, built in parallel.
 fn expand<T: Copy + Eq + Send + Sync>(
-    traces: &SortedCounts<[T; 3]>,
-    mispreds: &CountTable<[T; 2]>,
+    traces: &SortedCounts<[T; 3], TraceTally>,
     unpack: impl Fn(T) -> u64 + Sync,
 ) -> Vec<((u64, u64, u64), Counts)>
 where
     [T; 3]: TableKey,
-    [T; 2]: TableKey,
 {
     let slots = traces.sorted();
+    let branch = |i: usize| &slots[i].key[..2];
     let mut out = Vec::new();
     (0..slots.len())
         .into_par_iter()
         .map(|i| {
             let [b, f, t] = slots[i].key;
-            let first_of_branch = i == 0 || slots[i - 1].key[..2] != [b, f];
+            let taken = total(&traces.overflow, &slots[i]).taken;
+            let first_of_branch = i == 0 || branch(i - 1) != [b, f];
             let mispred = match first_of_branch {
-                true => mispreds.get(&[b, f]),
+                true => (i..slots.len())
+                    .take_while(|&j| branch(j) == [b, f])
+                    .map(|j| total(&traces.overflow, &slots[j]).mispred)
+                    .sum(),
                 false => 0,
             };
-            let counts = Counts {
-                taken: total(&traces.overflow, &slots[i]),
-                mispred,
-            };
-            ((unpack(b), unpack(f), unpack(t)), counts)
+            ((unpack(b), unpack(f), unpack(t)), Counts { taken, mispred })
         })
         .collect_into_vec(&mut out);
     out
@@ -706,16 +740,15 @@ mod tests {
         prop_oneof![Just(0u64), Just(u64::MAX), 0x1000u64..0x1040]
     }
 
-    /// Per-trace taken counts and per-branch mispredictions, as a plain map counts them.
-    fn reference(items: &[(Trace, bool)]) -> (HashMap<Trace, u64>, HashMap<[u64; 2], u64>) {
-        let (mut taken, mut mispreds) = (HashMap::new(), HashMap::new());
+    /// Per-trace counts and per-branch mispredictions, as plain maps count them.
+    fn reference(items: &[(Trace, bool)]) -> (HashMap<Trace, Counts>, HashMap<[u64; 2], u64>) {
+        let (mut traces, mut mispreds) = (HashMap::new(), HashMap::new());
         for &([b, f, t], m) in items {
-            *taken.entry([b, f, t]).or_insert(0) += 1;
-            if m {
-                *mispreds.entry([b, f]).or_insert(0) += 1;
-            }
+            let mispred = u64::from(m);
+            *traces.entry([b, f, t]).or_default() += Counts { taken: 1, mispred };
+            *mispreds.entry([b, f]).or_insert(0) += mispred;
         }
-        (taken, mispreds)
+        (traces, mispreds)
     }
 
     proptest! {
@@ -729,17 +762,16 @@ mod tests {
             by_start: bool,
         ) {
             let items: Vec<(Trace, bool)> = keys.iter().map(|&(a, b, c, m)| ([a, b, c], m)).collect();
-            let (taken, mispreds) = reference(&items);
+            let (traces, mispreds) = reference(&items);
             let order = if by_start { TraceOrder::ByStart } else { TraceOrder::ByBranch };
             for mut table in [TraceTable::for_span(0x1000, 0x1040), TraceTable::default()] {
                 for chunk in items.chunks(batch) {
                     table.add_batch(chunk);
                 }
-                prop_assert_eq!(table.len(), taken.len());
-                prop_assert_eq!(&table.traces().collect::<HashMap<_, _>>(), &taken);
-                prop_assert_eq!(&table.mispreds().collect::<HashMap<_, _>>(), &mispreds);
+                prop_assert_eq!(table.len(), traces.len());
+                prop_assert_eq!(&table.entries().collect::<HashMap<_, _>>(), &traces);
                 let expanded = table.into_sorted(order);
-                let mut expected: Vec<_> = taken.iter().map(|(&[b, f, t], &n)| ((b, f, t), n)).collect();
+                let mut expected: Vec<_> = traces.iter().map(|(&[b, f, t], c)| ((b, f, t), c.taken)).collect();
                 expected.sort_by_key(|&((b, f, t), _)| order.key([b, f, t]));
                 let got: Vec<_> = expanded.iter().map(|&(k, c)| (k, c.taken)).collect();
                 prop_assert_eq!(got, expected);
@@ -760,7 +792,7 @@ mod tests {
             cut in any::<prop::sample::Index>(),
         ) {
             let items: Vec<(Trace, bool)> = keys.iter().map(|&(a, b, c, m)| ([a, b, c], m)).collect();
-            let (taken, mispreds) = reference(&items);
+            let (traces, _) = reference(&items);
             let (first, second) = items.split_at(cut.index(items.len() + 1));
             let fill = |part: &[(Trace, bool)], mut table: TraceTable| {
                 part.chunks(BATCH).for_each(|c| table.add_batch(c));
@@ -769,10 +801,42 @@ mod tests {
             for make in [|| TraceTable::for_span(0x1000, 0x1040), TraceTable::default] {
                 let mut table = fill(first, make());
                 table.merge(fill(second, make()));
-                prop_assert_eq!(table.len(), taken.len());
-                prop_assert_eq!(&table.traces().collect::<HashMap<_, _>>(), &taken);
-                prop_assert_eq!(&table.mispreds().collect::<HashMap<_, _>>(), &mispreds);
+                prop_assert_eq!(table.len(), traces.len());
+                prop_assert_eq!(&table.entries().collect::<HashMap<_, _>>(), &traces);
             }
+        }
+
+        /// Counts past a slot's 24 bits of taken and 8 bits of mispredictions spill to the
+        /// overflow map and come back exactly, through batches, growth, merges and sorting.
+        #[test]
+        fn trace_counts_beyond_the_slot_are_kept(
+            adds in prop::collection::vec((0u64..4, 1u64..1 << 26, 0u64..1 << 10, 0usize..700), 1..40),
+            by_start: bool,
+        ) {
+            let trace = |k: u64| [0x1000 + k, 0x1010 + k, 0x1020 + k];
+            let mut expected: HashMap<Trace, Counts> = HashMap::new();
+            let (mut a, mut b) = (TraceTable::for_span(0x1000, 0x1040), TraceTable::default());
+            for (i, &(k, taken, mispred, repeats)) in adds.iter().enumerate() {
+                let table = if i % 2 == 0 { &mut a } else { &mut b };
+                table.add(trace(k), taken, mispred);
+                // The same trace, mispredicted, many times over in batches: the 8-bit field
+                // overflows from the decode loop's path too.
+                let batch = vec![(trace(k), true); repeats];
+                batch.chunks(BATCH).for_each(|c| table.add_batch(c));
+                *expected.entry(trace(k)).or_default() += Counts { taken, mispred };
+                *expected.entry(trace(k)).or_default() += Counts { taken: repeats as u64, mispred: repeats as u64 };
+            }
+            for k in 10..40 {
+                a.add(trace(k), 1, 0); // several growths
+                *expected.entry(trace(k)).or_default() += Counts { taken: 1, mispred: 0 };
+            }
+            a.merge(b);
+            prop_assert_eq!(&a.entries().collect::<HashMap<_, _>>(), &expected);
+            let order = if by_start { TraceOrder::ByStart } else { TraceOrder::ByBranch };
+            let sorted = a.into_sorted(order);
+            // Each of these traces is its branch's only one.
+            let got: HashMap<_, _> = sorted.iter().map(|&((b, f, t), c)| ([b, f, t], c)).collect();
+            prop_assert_eq!(got, expected);
         }
 
         /// Packing keeps the order of locations and loses nothing.
@@ -809,11 +873,11 @@ mod tests {
         let mut wide = TraceTable::default();
         wide.add_batch(&items[..1]);
         packed.merge(wide);
-        let traces: HashMap<_, _> = packed.traces().collect();
-        assert_eq!(traces[&[0x1000, 0x1010, u64::MAX]], 2);
-        assert_eq!(traces[&[0, 0x1020, 0x1030]], 1);
-        let mispreds: HashMap<_, _> = packed.mispreds().collect();
-        assert_eq!(mispreds, HashMap::from([([0x1000, 0x1010], 2)]));
+        let traces: HashMap<_, _> = packed.entries().collect();
+        let counts = |taken, mispred| Counts { taken, mispred };
+        assert_eq!(traces[&[0x1000, 0x1010, u64::MAX]], counts(2, 2));
+        assert_eq!(traces[&[0, 0x1020, 0x1030]], counts(1, 0));
+        assert_eq!(traces.len(), 2);
     }
 
     /// Counts past 32 bits go to the overflow map and come back added, through growth, merges
