@@ -403,6 +403,7 @@ fn decode_shard<S: Sink>(work: &Work<'_>, sink: &mut S) -> formats::perf::Result
     let events = &work.events;
     for record in Records::new(Bytes::new(data, work.endian), base) {
         let record = record.map_err(|e| relocate(e, origin))?;
+        prefetch_ahead(record.body.data);
         if record.header.kind != kind::SAMPLE {
             continue;
         }
@@ -417,6 +418,21 @@ fn decode_shard<S: Sink>(work: &Work<'_>, sink: &mut S) -> formats::perf::Result
         sink.sample(event, &sample);
     }
     Ok(())
+}
+
+/// How far ahead of the record being decoded its successors are prefetched: a few records.
+const PREFETCH_AHEAD: usize = 2048;
+
+/// Prefetches the bytes a record's length ahead of `PREFETCH_AHEAD` past it. Mapped captures
+/// lie in page-cache pages scattered in physical memory, where the hardware prefetcher stops at
+/// every 4 KiB boundary; the loads of each new page's lines then stalled the decode loop (a
+/// tenth of its samples on the 2 GB benchmark capture).
+#[inline(always)]
+fn prefetch_ahead(body: &[u8]) {
+    let ahead = body.as_ptr().wrapping_add(PREFETCH_AHEAD);
+    for line in (0..body.len()).step_by(64) {
+        crate::hint::prefetch(ahead.wrapping_add(line));
+    }
 }
 
 /// Rewrites an offset within an owned shard into a stream or decompressed offset.

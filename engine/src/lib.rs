@@ -7,6 +7,7 @@ pub mod bolt;
 pub mod capture;
 pub mod error;
 pub mod fdata_merge;
+mod hint;
 pub mod instrprof;
 pub mod mapping;
 pub mod output;

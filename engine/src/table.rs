@@ -6,6 +6,8 @@ use bytemuck::Zeroable;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
+use crate::hint::prefetch;
+
 /// BOLT's `Trace`: a taken branch `branch → from` followed by straight-line execution from
 /// `from` to `to` (the source of the next newer branch; `BR_ONLY` for the newest entry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -204,17 +206,6 @@ struct Slot<K, C = u32> {
 
 // SAFETY: `Slot` is `repr(C)` and its fields are `Zeroable`; all zeroes is an empty slot.
 unsafe impl<K: bytemuck::Zeroable, C: bytemuck::Zeroable> bytemuck::Zeroable for Slot<K, C> {}
-
-#[inline(always)]
-fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch(p as *const i8, core::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// A table's zeroed slots: small ones on the heap; large ones in an anonymous mapping backed by
 /// transparent huge pages where the kernel allows, since the tables are touched at random and
