@@ -111,6 +111,8 @@ pub struct Tables {
     /// (all events when their names are not known yet).
     pub mem: HashMap<MemKey, u64>,
     mem_events: Option<Arc<Vec<bool>>>,
+    /// The decode loop's batch of traces for the table they go to.
+    batch: Vec<(Trace, bool)>,
 }
 
 /// A memory sample as `perf script -F pid,event,addr,ip` prints it.
@@ -224,13 +226,14 @@ impl Tables {
         let Some(stack) = self.count_stack(s, false) else {
             return;
         };
-        let mut batch: [(Trace, bool); BATCH] = [([0; 3], false); BATCH];
+        // Reused: a fresh array per sample meant zeroing 2 KB of stack for every sample.
+        let batch = &mut self.batch;
         let mut kernel_entries = 0;
         for (i, &(b, place)) in mapped.iter().enumerate() {
             let (binary, maps) = (&r.binaries[b], &r.maps[b]);
             let table = &mut self.per_binary[b];
             table.note_pid(s.pid);
-            let mut n = 0;
+            batch.clear();
             // The fall-through end of each trace is the newer entry's branch source, already
             // mapped in the previous iteration.
             let mut next_source = (BR_ONLY, false);
@@ -246,14 +249,13 @@ impl Tables {
                 if !(in0 || in1 || in2) {
                     continue; // wholly outside the binary: perf2bolt drops it too
                 }
-                batch[n] = ([branch, from, to], e.flags.mispred());
-                n += 1;
-                if n == BATCH {
-                    table.traces.add_batch(&batch);
-                    n = 0;
+                batch.push(([branch, from, to], e.flags.mispred()));
+                if batch.len() == BATCH {
+                    table.traces.add_batch(batch);
+                    batch.clear();
                 }
             }
-            table.traces.add_batch(&batch[..n]);
+            table.traces.add_batch(batch);
         }
         self.stats.kernel_entries += kernel_entries;
     }
