@@ -398,9 +398,19 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
         }
     }
 
+    /// Adds every entry of `other`: large tables on two threads (see
+    /// [`Self::merge_in_halves`]), small ones here.
+    pub fn merge(&mut self, other: CountTable<K, C>) {
+        if other.len() >= PARALLEL_MERGE && rayon::current_num_threads() >= 2 {
+            self.merge_in_halves(other);
+        } else {
+            self.merge_serially(other);
+        }
+    }
+
     /// Adds every entry of `other`, a prefetched batch at a time (the two tables hash
     /// differently, so `other`'s keys land all over this one).
-    pub fn merge(&mut self, other: CountTable<K, C>) {
+    fn merge_serially(&mut self, other: CountTable<K, C>) {
         let mut keys = [K::zeroed(); BATCH];
         let mut counts = [C::Total::default(); BATCH];
         let mut n = 0;
@@ -413,6 +423,33 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
             }
         }
         self.add_prefetched(&keys[..n], |i| counts[i]);
+    }
+
+    /// [`Self::merge_serially`] on two threads: the merge is as bound by cache misses as the
+    /// decode loop, and one thread alone leaves the other core idle. Each thread owns one half
+    /// of this table's slots and takes the keys of `other` whose home lies in it. A key whose
+    /// probe would leave its half (its run crosses the middle, or wraps around the end), would
+    /// take the table past its load limit, or whose count would spill is set aside and added
+    /// afterwards, as is `other`'s overflow map. The halves hold disjoint slots, so no key is
+    /// in both: a key stored past the middle with its home before it has a full run up to the
+    /// middle, so the owner of its home can neither find it nor place it again.
+    fn merge_in_halves(&mut self, other: CountTable<K, C>) {
+        let limit = self.slots.len() * 3 / 4;
+        let budget = limit.saturating_sub(self.len) / 2;
+        let (mask, seed, middle) = (self.mask, self.seed, self.slots.len() / 2);
+        let (low, high) = self.slots.split_at_mut(middle);
+        let theirs = &other.slots[..];
+        let part = |slots: &mut [Slot<K, C>], start: usize| {
+            merge_into_part(slots, start, mask, seed, theirs, budget)
+        };
+        let ((added_low, mut later), (added_high, more)) =
+            rayon::join(|| part(low, 0), || part(high, middle));
+        self.len += added_low + added_high;
+        later.extend(more);
+        later.extend(other.overflow);
+        for (key, n) in later {
+            self.add(key, n);
+        }
     }
 
     /// The entries sorted by `order`, in the table's own storage: the occupied slots are moved
@@ -454,6 +491,69 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
         let occupied = self.slots.iter().filter(|s| !s.count.is_empty());
         occupied.map(|s| (s.key, total(&self.overflow, s)))
     }
+}
+
+/// Tables from this many entries up are merged on two threads.
+const PARALLEL_MERGE: usize = 1 << 16;
+
+/// One thread's part of [`CountTable::merge_in_halves`]: adds the entries of `theirs` whose home
+/// (under `mask` and `seed`) lies in `slots`, the part of the table from slot `start`, placing
+/// at most `budget` new keys. Returns how many keys it placed and the entries it set aside.
+fn merge_into_part<K: TableKey, C: Tally>(
+    slots: &mut [Slot<K, C>],
+    start: usize,
+    mask: usize,
+    seed: u64,
+    theirs: &[Slot<K, C>],
+    mut budget: usize,
+) -> (usize, Vec<(K, C::Total)>) {
+    let (mut placed, mut later) = (0, Vec::new());
+    let mut batch = [(0usize, Slot::<K, C>::zeroed()); BATCH];
+    let mut n = 0;
+    let len = slots.len();
+    let mine = theirs
+        .iter()
+        .filter(|s| !s.count.is_empty())
+        .filter_map(|s| {
+            let home = (s.key.hash64(seed) as usize & mask).wrapping_sub(start);
+            (home < len).then_some((home, *s))
+        });
+    let mut insert = |batch: &[(usize, Slot<K, C>)], slots: &mut [Slot<K, C>]| {
+        for &(home, theirs) in batch {
+            match find_in_part(slots, home, &theirs.key) {
+                Some(i) if slots[i].count.is_empty() && budget > 0 => {
+                    slots[i] = theirs;
+                    budget -= 1;
+                    placed += 1;
+                }
+                Some(i) if !slots[i].count.is_empty() => {
+                    match slots[i].count.checked_add(theirs.count.total()) {
+                        Some(c) => slots[i].count = c,
+                        None => later.push((theirs.key, theirs.count.total())),
+                    }
+                }
+                _ => later.push((theirs.key, theirs.count.total())),
+            }
+        }
+    };
+    for entry in mine {
+        prefetch(&slots[entry.0]);
+        batch[n] = entry;
+        n += 1;
+        if n == BATCH {
+            insert(&batch, slots);
+            n = 0;
+        }
+    }
+    insert(&batch[..n], slots);
+    (placed, later)
+}
+
+/// The slot of `part` holding `key`, or the empty slot where it belongs, probing from `home`
+/// without leaving the part (`None` if the probe would).
+#[inline(always)]
+fn find_in_part<K: TableKey, C: Tally>(part: &[Slot<K, C>], home: usize, key: &K) -> Option<usize> {
+    (home..part.len()).find(|&i| part[i].count.is_empty() || part[i].key == *key)
 }
 
 impl<K: TableKey> CountTable<K> {
@@ -828,6 +928,32 @@ mod tests {
             // Each of these traces is its branch's only one.
             let got: HashMap<_, _> = sorted.iter().map(|&((b, f, t), c)| ([b, f, t], c)).collect();
             prop_assert_eq!(got, expected);
+        }
+
+        /// The two-thread merge counts what a plain map counts: small tables make probe runs
+        /// cross the middle and wrap around the end, nearly full ones run out of room for new
+        /// keys, and counts near 2^32 spill.
+        #[test]
+        fn merge_in_halves_equals_hashmap(
+            a in prop::collection::vec((0u64..300, 1u64..4), 0..400),
+            b in prop::collection::vec((0u64..300, 1u64..4), 0..400),
+            huge in prop::collection::vec(0u64..300, 0..3),
+        ) {
+            let key = |k: u64| [k, k ^ 0x55, 7];
+            let mut expected: HashMap<[u64; 3], u64> = HashMap::new();
+            let mut fill = |items: &[(u64, u64)]| {
+                let mut t: CountTable<[u64; 3]> = CountTable::with_capacity_pow2(2, next_seed());
+                for &(k, n) in items.iter().chain(huge.iter().map(|k| (*k, u64::from(u32::MAX) - 1)).collect::<Vec<_>>().iter()) {
+                    t.add(key(k), n);
+                    *expected.entry(key(k)).or_default() += n;
+                }
+                t
+            };
+            let (mut ours, theirs) = (fill(&a), fill(&b));
+            ours.merge_in_halves(theirs);
+            prop_assert!(!ours.over_limit(0), "past the load limit");
+            prop_assert_eq!(ours.len(), expected.len());
+            prop_assert_eq!(ours.iter().collect::<HashMap<_, _>>(), expected);
         }
 
         /// Packing keeps the order of locations and loses nothing.
