@@ -423,10 +423,11 @@ fn decode_shard<S: Sink>(work: &Work<'_>, sink: &mut S) -> formats::perf::Result
 /// How far ahead of the record being decoded its successors are prefetched: a few records.
 const PREFETCH_AHEAD: usize = 2048;
 
-/// Prefetches the bytes a record's length ahead of `PREFETCH_AHEAD` past it. Mapped captures
-/// lie in page-cache pages scattered in physical memory, where the hardware prefetcher stops at
-/// every 4 KiB boundary; the loads of each new page's lines then stalled the decode loop (a
-/// tenth of its samples on the 2 GB benchmark capture).
+/// Prefetches as many bytes as the record holds, `PREFETCH_AHEAD` bytes past its start: one
+/// record's worth of the records a few ahead. Mapped captures lie in page-cache pages scattered
+/// in physical memory, where the hardware prefetcher stops at every 4 KiB boundary; the loads
+/// of each new page's lines stalled the decode loop (a tenth of its samples on the 2 GB
+/// benchmark capture).
 #[inline(always)]
 fn prefetch_ahead(body: &[u8]) {
     let ahead = body.as_ptr().wrapping_add(PREFETCH_AHEAD);
