@@ -307,12 +307,6 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
         }
     }
 
-    /// The slot `key` is looked for first.
-    #[inline(always)]
-    fn home(&self, key: &K) -> usize {
-        key.hash64(self.seed) as usize & self.mask
-    }
-
     pub fn len(&self) -> usize {
         self.len
     }
@@ -468,21 +462,6 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
             slots: self.slots,
             len,
             overflow: self.overflow,
-        }
-    }
-
-    /// `key`'s count (nothing if it was never counted).
-    pub fn get(&self, key: &K) -> C::Total {
-        let mut i = self.home(key);
-        loop {
-            let slot = &self.slots[i];
-            if slot.count.is_empty() {
-                return C::Total::default();
-            }
-            if slot.key == *key {
-                return total(&self.overflow, slot);
-            }
-            i = (i + 1) & self.mask;
         }
     }
 
