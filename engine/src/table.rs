@@ -354,6 +354,7 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
             if slot.count.is_empty() {
                 slot.key = key;
                 self.add_count(i, n);
+                debug_assert!(!self.slots[i].count.is_empty(), "a key counted nothing");
                 self.len += 1;
                 if self.over_limit(0) {
                     self.grow();
