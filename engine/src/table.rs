@@ -118,7 +118,8 @@ pub trait Tally: Copy + bytemuck::Zeroable + Send + Sync {
     fn total(self) -> Self::Total;
 }
 
-/// A plain count.
+/// A plain count (the tables of the tests that exercise the table itself).
+#[cfg(test)]
 impl Tally for u32 {
     type Total = u64;
 
@@ -199,7 +200,7 @@ impl Tally for TraceTally {
 /// A slot: an empty count marks it empty (every stored key was counted at least once).
 #[derive(Clone, Copy)]
 #[repr(C)]
-struct Slot<K, C = u32> {
+struct Slot<K, C> {
     key: K,
     count: C,
 }
@@ -264,14 +265,14 @@ impl<K, C> std::ops::DerefMut for Slots<K, C> {
     }
 }
 
-/// The largest batch [`CountTable::add_batch`] prefetches at once.
+/// The largest batch [`TraceTable::add_batch`] prefetches at once.
 pub const BATCH: usize = 64;
 
 /// An open-addressing table of counts built for the decode loop: a whole batch of keys is
 /// hashed first and its slots prefetched, so the cache misses of up to 64 inserts overlap
 /// instead of being paid one after another (the table rarely fits in cache). Counts are 32-bit
 /// words in the slots ([`Tally`]); what a slot cannot hold goes to the overflow map.
-pub struct CountTable<K, C: Tally = u32> {
+pub struct CountTable<K, C: Tally> {
     slots: Slots<K, C>,
     len: usize,
     mask: usize,
@@ -536,7 +537,8 @@ fn find_in_part<K: TableKey, C: Tally>(part: &[Slot<K, C>], home: usize, key: &K
     (home..part.len()).find(|&i| part[i].count.is_empty() || part[i].key == *key)
 }
 
-impl<K: TableKey> CountTable<K> {
+#[cfg(test)]
+impl<K: TableKey> CountTable<K, u32> {
     /// Adds one to the count of every key of a batch (at most [`BATCH`] keys).
     #[inline]
     pub fn add_batch(&mut self, batch: &[K]) {
@@ -555,7 +557,7 @@ fn total<K: TableKey, C: Tally>(overflow: &HashMap<K, C::Total>, s: &Slot<K, C>)
 }
 
 /// A finished [`CountTable`]: its entries in order.
-pub struct SortedCounts<K, C: Tally = u32> {
+pub struct SortedCounts<K, C: Tally> {
     slots: Slots<K, C>,
     len: usize,
     overflow: HashMap<K, C::Total>,
@@ -922,7 +924,7 @@ mod tests {
             let key = |k: u64| [k, k ^ 0x55, 7];
             let mut expected: HashMap<[u64; 3], u64> = HashMap::new();
             let mut fill = |items: &[(u64, u64)]| {
-                let mut t: CountTable<[u64; 3]> = CountTable::with_capacity_pow2(2, next_seed());
+                let mut t: CountTable<[u64; 3], u32> = CountTable::with_capacity_pow2(2, next_seed());
                 for &(k, n) in items.iter().chain(huge.iter().map(|k| (*k, u64::from(u32::MAX) - 1)).collect::<Vec<_>>().iter()) {
                     t.add(key(k), n);
                     *expected.entry(key(k)).or_default() += n;
@@ -982,7 +984,7 @@ mod tests {
     #[test]
     fn counts_beyond_32_bits_are_kept() {
         let big = u64::from(u32::MAX);
-        let mut a: CountTable<[u64; 3]> = CountTable::with_capacity_pow2(4, next_seed());
+        let mut a: CountTable<[u64; 3], u32> = CountTable::with_capacity_pow2(4, next_seed());
         a.add([1, 2, 3], big);
         a.add([1, 2, 3], 5);
         a.add([4, 5, 6], 1);
@@ -1005,7 +1007,7 @@ mod tests {
     /// Growing into mapped (huge-page) storage, then merging two such tables, loses nothing.
     #[test]
     fn large_tables_in_mapped_storage_count_exactly() {
-        let distinct = 3 * MAPPED_BYTES / std::mem::size_of::<Slot<[u32; 3]>>();
+        let distinct = 3 * MAPPED_BYTES / std::mem::size_of::<Slot<[u32; 3], u32>>();
         let keys: Vec<[u32; 3]> = (0..distinct as u32)
             .map(|i| [i.wrapping_mul(7919), i ^ 0x5555, i % 13])
             .collect();
