@@ -11,17 +11,19 @@ use crate::bolt::functions::Functions;
 use crate::error::{io_error, Result};
 use crate::table::Counts;
 
-/// Runs `write` against a buffered temporary file and renames it to `path` if it succeeds.
-/// A `path` that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a pipe, a
-/// symlink) is written in place instead: renaming over it would replace the device or the link.
+/// Runs `write` against a buffered temporary file and renames it to `path` if it succeeds. A
+/// symlink is followed, so the file it names is replaced and the link stays. A `path` that is
+/// not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is written in place instead:
+/// renaming over it would replace the device.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let special = std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file());
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let special = std::fs::metadata(&target).is_ok_and(|m| !m.is_file());
     let result = match special {
         true => write_in_place(path, write),
-        false => write_and_rename(path, write),
+        false => write_and_rename(&target, write),
     };
     result.map_err(io_error(path))
 }
@@ -241,7 +243,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn devices_and_links_are_written_in_place() {
+    fn devices_are_written_in_place_and_links_followed() {
         write_text(Path::new("/dev/null"), "discarded").unwrap();
         let null = std::fs::symlink_metadata("/dev/null").unwrap();
         assert!(!null.is_file(), "/dev/null was replaced by a regular file");
@@ -253,5 +255,14 @@ mod tests {
         write_text(&link, "new").unwrap();
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        // Through the link too, a failed write leaves the old output whole.
+        let failed = write_atomically(&link, |out| {
+            out.write_all(b"partial")?;
+            Err(std::io::Error::other("formatting failed"))
+        });
+        assert!(failed.is_err());
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
     }
 }
