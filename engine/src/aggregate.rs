@@ -12,7 +12,7 @@ use crate::capture::{self, Input, SideBand, Sink};
 use crate::error::{Error, Result};
 use crate::mapping::{binary_maps, BinaryMaps, ProcessMap, Rules};
 pub use crate::table::TraceOrder;
-use crate::table::{merge_into, Counts, IpKey, Trace, TraceKey, TraceTable, BATCH};
+use crate::table::{merge_into, Counts, IpKey, Locate, StackBatch, TraceKey, TraceTable};
 
 /// perf2bolt's `--ignore-interrupt-lbr` (on by default): entries touching the kernel are dropped
 /// before traces are chained, so their neighbours become adjacent.
@@ -112,7 +112,7 @@ pub struct Tables {
     pub mem: HashMap<MemKey, u64>,
     mem_events: Option<Arc<Vec<bool>>>,
     /// The decode loop's batch of traces for the table they go to.
-    batch: Vec<(Trace, bool)>,
+    batch: StackBatch,
 }
 
 /// A memory sample as `perf script -F pid,event,addr,ip` prints it.
@@ -226,36 +226,21 @@ impl Tables {
         let Some(stack) = self.count_stack(s, false) else {
             return;
         };
-        // Reused: a fresh array per sample meant zeroing 2 KB of stack for every sample.
-        let batch = &mut self.batch;
         let mut kernel_entries = 0;
         for (i, &(b, place)) in mapped.iter().enumerate() {
-            let (binary, maps) = (&r.binaries[b], &r.maps[b]);
             let table = &mut self.per_binary[b];
             table.note_pid(s.pid);
-            batch.clear();
-            // The fall-through end of each trace is the newer entry's branch source, already
-            // mapped in the previous iteration.
-            let mut next_source = (BR_ONLY, false);
-            for e in stack.iter() {
-                if is_kernel(&e) {
-                    kernel_entries += (i == 0) as u64;
-                    continue;
-                }
-                let (branch, in0) = place.locate(binary, maps, e.from);
-                let (from, in1) = place.locate(binary, maps, e.to);
-                let (to, in2) = next_source;
-                next_source = (branch, in0);
-                if !(in0 || in1 || in2) {
-                    continue; // wholly outside the binary: perf2bolt drops it too
-                }
-                batch.push(([branch, from, to], e.flags.mispred()));
-                if batch.len() == BATCH {
-                    table.traces.add_batch(batch);
-                    batch.clear();
-                }
+            let at = PlacedIn {
+                place,
+                binary: &r.binaries[b],
+                maps: &r.maps[b],
+            };
+            let kernel = table
+                .traces
+                .add_stack(&stack, is_kernel, &at, &mut self.batch);
+            if i == 0 {
+                kernel_entries = kernel;
             }
-            table.traces.add_batch(batch);
         }
         self.stats.kernel_entries += kernel_entries;
     }
@@ -619,6 +604,26 @@ impl Placement {
         } else {
             location(binary, maps, &self.map, addr)
         }
+    }
+}
+
+/// A process's placement in one binary, as the decode loop asks for it.
+struct PlacedIn<'a> {
+    place: Placement,
+    binary: &'a BinaryInfo,
+    maps: &'a BinaryMaps,
+}
+
+impl Locate for PlacedIn<'_> {
+    #[inline(always)]
+    fn window(&self) -> (u64, u64, u64) {
+        let p = &self.place;
+        (p.window_start, p.window_len, p.delta)
+    }
+
+    #[inline(always)]
+    fn locate(&self, address: u64) -> (u64, bool) {
+        location(self.binary, self.maps, &self.place.map, address)
     }
 }
 

@@ -657,6 +657,82 @@ fn add_batch_to<T: Copy + Into<u64>>(
     traces.add_prefetched(&keys[..batch.len()], counts);
 }
 
+/// Where the decode loop finds a runtime address in a binary, for one process.
+pub trait Locate {
+    /// Runtime addresses in `[start, start + len)` are at `address - delta` in the binary: the
+    /// code segment, where nearly every branch address is. Returns `(start, len, delta)`.
+    fn window(&self) -> (u64, u64, u64);
+    /// Any runtime address: its location (0 outside the binary, all-ones kept) and whether it
+    /// lies in the binary.
+    fn locate(&self, address: u64) -> (u64, bool);
+}
+
+/// The decode loop's batch of traces, kept between samples: a fresh one per stack meant zeroing
+/// its arrays for every sample.
+pub struct StackBatch {
+    packed: Vec<[u32; 3]>,
+    wide: Vec<[u64; 3]>,
+    mispred: Vec<bool>,
+}
+
+impl Default for StackBatch {
+    fn default() -> Self {
+        StackBatch {
+            packed: vec![[0; 3]; BATCH],
+            wide: vec![[0; 3]; BATCH],
+            mispred: vec![false; BATCH],
+        }
+    }
+}
+
+/// Counts the traces of one LBR stack (newest entry first): entry `i` and the source of entry
+/// `i - 1` make a trace, the newest entry's trace is branch-only. Entries `skip` says to drop
+/// (perf2bolt's kernel filter) are left out before chaining and counted in the result. Traces
+/// wholly outside the binary are dropped, as perf2bolt does.
+#[inline(always)]
+fn add_stack_to<T: Copy + Into<u64>>(
+    traces: &mut TraceCounts<[T; 3]>,
+    (keys, mispred): (&mut [[T; 3]], &mut [bool]),
+    entries: impl Iterator<Item = formats::perf::BranchEntry>,
+    skip: impl Fn(&formats::perf::BranchEntry) -> bool,
+    no_address: T,
+    locate: impl Fn(u64) -> (T, bool),
+) -> u64
+where
+    [T; 3]: TableKey,
+{
+    let (keys, mispred) = (&mut keys[..BATCH], &mut mispred[..BATCH]);
+    let mut skipped = 0;
+    let mut n = 0;
+    let mut newer_source = (no_address, false);
+    for e in entries {
+        if skip(&e) {
+            skipped += 1;
+            continue;
+        }
+        let (branch, in0) = locate(e.from);
+        let (from, in1) = locate(e.to);
+        let (to, in2) = newer_source;
+        newer_source = (branch, in0);
+        // Written unconditionally, kept only when the trace touches the binary: no branch.
+        keys[n] = [branch, from, to];
+        mispred[n] = e.flags.mispred();
+        n += usize::from(in0 | in1 | in2);
+        if n == BATCH {
+            traces.add_prefetched(keys, |i| Counts {
+                taken: 1,
+                mispred: u64::from(mispred[i]),
+            });
+            n = 0;
+        }
+    }
+    traces.add_prefetched(&keys[..n], |i| Counts {
+        taken: 1,
+        mispred: u64::from(mispred[i]),
+    });
+    skipped
+}
+
 /// A binary's trace counts, with how often each trace's branch was mispredicted.
 pub enum TraceTable {
     Packed {
@@ -719,6 +795,52 @@ impl TraceTable {
                 add_batch_to(traces, batch, |t| t.map(|a| p.pack(a)));
             }
             TraceTable::Wide { traces } => add_batch_to(traces, batch, |t| t),
+        }
+    }
+
+    /// Counts the traces of an LBR stack of a process `at` places in this table's binary;
+    /// returns how many entries `skip` dropped.
+    #[inline]
+    pub fn add_stack(
+        &mut self,
+        stack: &formats::perf::BranchStack<'_>,
+        skip: impl Fn(&formats::perf::BranchEntry) -> bool,
+        at: &impl Locate,
+        batch: &mut StackBatch,
+    ) -> u64 {
+        let (start, len, delta) = at.window();
+        let in_window = move |a: u64| a.wrapping_sub(start) < len;
+        let mispred = &mut batch.mispred[..];
+        match self {
+            TraceTable::Packed { packing: p, traces } => {
+                let p = *p;
+                // Inside the window the location is inside the binary, neither 0 nor all-ones,
+                // so packing it is one more subtraction: a - delta - base + 1.
+                let shift = delta.wrapping_add(p.base).wrapping_sub(1);
+                let locate = |a: u64| match in_window(a) {
+                    true => (a.wrapping_sub(shift) as u32, true),
+                    false => {
+                        let (location, inside) = at.locate(a);
+                        (p.pack(location), inside)
+                    }
+                };
+                let (keys, none) = ((&mut batch.packed[..], mispred), p.pack(u64::MAX));
+                match stack.iter_little_endian() {
+                    Some(e) => add_stack_to(traces, keys, e, skip, none, locate),
+                    None => add_stack_to(traces, keys, stack.iter(), skip, none, locate),
+                }
+            }
+            TraceTable::Wide { traces } => {
+                let locate = |a: u64| match in_window(a) {
+                    true => (a - delta, true),
+                    false => at.locate(a),
+                };
+                let keys = (&mut batch.wide[..], mispred);
+                match stack.iter_little_endian() {
+                    Some(e) => add_stack_to(traces, keys, e, skip, u64::MAX, locate),
+                    None => add_stack_to(traces, keys, stack.iter(), skip, u64::MAX, locate),
+                }
+            }
         }
     }
 
@@ -806,11 +928,68 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use formats::bytes::{Bytes, Endian};
     use proptest::prelude::*;
 
     /// Locations of a binary spanning [0x1000, 0x1040), with the two markers.
     fn location() -> impl Strategy<Value = u64> {
         prop_oneof![Just(0u64), Just(u64::MAX), 0x1000u64..0x1040]
+    }
+
+    const KERNEL: u64 = 0xffff_8000_0000_0000;
+    /// Where the test binary (locations [0x1000, 0x1100)) is loaded.
+    const LOAD_DELTA: u64 = 0x5555_0000_0000;
+
+    /// A process with the test binary at `LOAD_DELTA`, its window on the first half of it.
+    struct TestPlacement;
+
+    impl Locate for TestPlacement {
+        fn window(&self) -> (u64, u64, u64) {
+            (0x1000 + LOAD_DELTA, 0x80, LOAD_DELTA)
+        }
+
+        fn locate(&self, address: u64) -> (u64, bool) {
+            let a = address.wrapping_sub(LOAD_DELTA);
+            match a {
+                0x1000..0x1100 => (a, true),
+                _ if address == u64::MAX => (u64::MAX, false),
+                _ => (0, false),
+            }
+        }
+    }
+
+    /// Runtime addresses: in the window, in the rest of the binary, just outside it, kernel
+    /// ones, and the two markers.
+    fn runtime_address() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            (0x1000u64..0x1080).prop_map(|a| a + LOAD_DELTA),
+            (0x1080u64..0x1100).prop_map(|a| a + LOAD_DELTA),
+            (0xff0u64..0x1000).prop_map(|a| a + LOAD_DELTA),
+            (0x1100u64..0x1110).prop_map(|a| a + LOAD_DELTA),
+            (0u64..0x20).prop_map(|a| a + KERNEL),
+            Just(0u64),
+            Just(u64::MAX),
+        ]
+    }
+
+    /// `perf_branch_entry` records in `endian` (a big-endian writer mirrors the flag bits:
+    /// mispredicted is the top bit).
+    fn encode_stack(entries: &[(u64, u64, bool)], endian: Endian) -> Vec<u8> {
+        let word = |v: u64| match endian {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        };
+        let flag = |m: bool| match endian {
+            Endian::Little => u64::from(m),
+            Endian::Big => u64::from(m) << 63,
+        };
+        let mut out = Vec::new();
+        for &(from, to, m) in entries {
+            out.extend(word(from));
+            out.extend(word(to));
+            out.extend(word(flag(m)));
+        }
+        out
     }
 
     /// Per-trace counts and per-branch mispredictions, as plain maps count them.
@@ -854,6 +1033,55 @@ mod tests {
                     let want = if first { mispreds.get(&[b, f]).copied().unwrap_or(0) } else { 0 };
                     prop_assert_eq!(c.mispred, want);
                 }
+            }
+        }
+
+        /// The decode loop's stack path (byte order decided per stack, addresses in the code
+        /// window placed and packed by subtraction, kernel entries dropped before chaining,
+        /// traces wholly outside dropped, batches flushed at 64) counts what chaining each
+        /// stack entry by entry through the general placement counts, in both storages and
+        /// both byte orders.
+        #[test]
+        fn stacks_count_like_entry_by_entry_chaining(
+            stacks in prop::collection::vec(
+                prop::collection::vec((runtime_address(), runtime_address(), any::<bool>()), 0..100),
+                0..12,
+            ),
+            big_endian: bool,
+        ) {
+            let at = TestPlacement;
+            let is_kernel = |e: &formats::perf::BranchEntry| e.from >= KERNEL || e.to >= KERNEL;
+            let (mut expected, mut expected_kernel) = (HashMap::new(), 0);
+            for stack in &stacks {
+                let mut newer = (u64::MAX, false);
+                for &(from, to, m) in stack {
+                    if from >= KERNEL || to >= KERNEL {
+                        expected_kernel += 1;
+                        continue;
+                    }
+                    let (branch, in0) = at.locate(from);
+                    let (target, in1) = at.locate(to);
+                    let (end, in2) = newer;
+                    newer = (branch, in0);
+                    if in0 || in1 || in2 {
+                        *expected.entry([branch, target, end]).or_default() +=
+                            Counts { taken: 1, mispred: u64::from(m) };
+                    }
+                }
+            }
+            let endian = if big_endian { Endian::Big } else { Endian::Little };
+            let encoded: Vec<Vec<u8>> = stacks.iter().map(|s| encode_stack(s, endian)).collect();
+            for mut table in [TraceTable::for_span(0x1000, 0x1100), TraceTable::default()] {
+                let (mut batch, mut kernel) = (StackBatch::default(), 0);
+                for bytes in &encoded {
+                    let stack = formats::perf::BranchStack {
+                        entries: Bytes::new(bytes, endian),
+                        hw_index: None,
+                    };
+                    kernel += table.add_stack(&stack, is_kernel, &at, &mut batch);
+                }
+                prop_assert_eq!(kernel, expected_kernel);
+                prop_assert_eq!(&table.entries().collect::<HashMap<_, _>>(), &expected);
             }
         }
 
