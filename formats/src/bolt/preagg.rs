@@ -33,25 +33,21 @@ impl<W: Write> PreaggWriter<W> {
     }
 
     pub fn sample(&mut self, addr: u64, count: u64) -> io::Result<()> {
-        self.out.write_all(b"S ")?;
-        self.hex(addr)?;
-        self.out.write_all(b" ")?;
-        self.dec_line(count)
+        let mut line = Line::new(b"S ");
+        line.hex(addr).dec(count);
+        self.out.write_all(line.end())
     }
 
     pub fn trace(&mut self, branch: u64, ft_start: u64, ft_end: u64, count: u64) -> io::Result<()> {
-        self.out.write_all(b"T ")?;
-        self.locations(&[branch, ft_start, ft_end])?;
-        self.dec_line(count)
+        let mut line = Line::new(b"T ");
+        line.hex(branch).hex(ft_start).hex(ft_end).dec(count);
+        self.out.write_all(line.end())
     }
 
     pub fn branch(&mut self, from: u64, to: u64, count: u64, mispreds: u64) -> io::Result<()> {
-        self.out.write_all(b"B ")?;
-        self.locations(&[from, to])?;
-        let mut buf = itoa::Buffer::new();
-        self.out.write_all(buf.format(count).as_bytes())?;
-        self.out.write_all(b" ")?;
-        self.dec_line(mispreds)
+        let mut line = Line::new(b"B ");
+        line.hex(from).hex(to).dec(count).dec(mispreds);
+        self.out.write_all(line.end())
     }
 
     /// `F` (local origin) or `f` (external origin) fall-through range.
@@ -62,29 +58,52 @@ impl<W: Write> PreaggWriter<W> {
         end: u64,
         count: u64,
     ) -> io::Result<()> {
-        self.out
-            .write_all(if external_origin { b"f " } else { b"F " })?;
-        self.locations(&[start, end])?;
-        self.dec_line(count)
+        let mut line = Line::new(if external_origin { b"f " } else { b"F " });
+        line.hex(start).hex(end).dec(count);
+        self.out.write_all(line.end())
+    }
+}
+
+/// One record's text, built on the stack and written in one call: with a `write_all` per field
+/// (eight for a trace), the calls cost more than the formatting.
+struct Line {
+    text: [u8; Line::CAPACITY],
+    len: usize,
+}
+
+impl Line {
+    /// A tag, four fields of at most 20 characters and their separators.
+    const CAPACITY: usize = 2 + 4 * 21;
+
+    fn new(tag: &[u8; 2]) -> Line {
+        let mut text = [0; Line::CAPACITY];
+        text[..2].copy_from_slice(tag);
+        Line { text, len: 2 }
     }
 
-    fn locations(&mut self, addrs: &[u64]) -> io::Result<()> {
-        for &a in addrs {
-            self.hex(a)?;
-            self.out.write_all(b" ")?;
-        }
-        Ok(())
-    }
-
-    fn hex(&mut self, v: u64) -> io::Result<()> {
+    /// Appends `v` in [`format_hex`]'s form and a space.
+    fn hex(&mut self, v: u64) -> &mut Line {
         let mut buf = [0u8; 16];
-        self.out.write_all(format_hex(v, &mut buf))
+        self.push(format_hex(v, &mut buf))
     }
 
-    fn dec_line(&mut self, v: u64) -> io::Result<()> {
-        let mut buf = itoa::Buffer::new();
-        self.out.write_all(buf.format(v).as_bytes())?;
-        self.out.write_all(b"\n")
+    /// Appends `v` in decimal and a space.
+    fn dec(&mut self, v: u64) -> &mut Line {
+        self.push(itoa::Buffer::new().format(v).as_bytes())
+    }
+
+    fn push(&mut self, field: &[u8]) -> &mut Line {
+        let end = self.len + field.len();
+        self.text[self.len..end].copy_from_slice(field);
+        self.text[end] = b' ';
+        self.len = end + 1;
+        self
+    }
+
+    /// The text, its last separator turned into the line's end.
+    fn end(&mut self) -> &[u8] {
+        self.text[self.len - 1] = b'\n';
+        &self.text[..self.len]
     }
 }
 
