@@ -69,7 +69,9 @@ fn main() -> std::io::Result<()> {
     let stats = if out.as_os_str() == "-null" {
         prepared.write(&mut NullFile::default())?
     } else {
-        let mut file = BufWriter::new(std::fs::File::create(&out)?);
+        // Large writes: the page cache then holds the capture in large folios, as it would
+        // after a read through a huge-page mapping (see PERF.md on folio sizes).
+        let mut file = BufWriter::with_capacity(4 << 20, std::fs::File::create(&out)?);
         let stats = prepared.write(&mut file)?;
         file.flush()?;
         stats
