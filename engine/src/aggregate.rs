@@ -47,10 +47,11 @@ pub struct BinaryTable {
 }
 
 impl BinaryTable {
-    fn for_binary(binary: &BinaryInfo) -> BinaryTable {
+    /// A table whose trace table starts sized for `traces` traces, within `max_bytes`.
+    fn for_binary(binary: &BinaryInfo, traces: usize, max_bytes: usize) -> BinaryTable {
         let (start, end) = binary.span();
         BinaryTable {
-            traces: TraceTable::for_span(start, end),
+            traces: TraceTable::for_span_sized(start, end, traces, max_bytes),
             ..Default::default()
         }
     }
@@ -341,7 +342,7 @@ pub fn aggregate(
                 basic,
                 mem_events,
                 resolver: Some(r.clone()),
-                per_binary: req.binaries.iter().map(BinaryTable::for_binary).collect(),
+                per_binary: presized_tables(req, side),
                 ..Default::default()
             },
             None => Tables {
@@ -398,6 +399,20 @@ pub fn aggregate(
         basic,
         profiles,
     })
+}
+
+/// The most memory one thread's trace tables start with, shared among the binaries.
+const PRESIZED_BYTES: usize = 32 << 20;
+
+/// One thread's tables, each starting at the size the thread's share of the capture could fill
+/// if every branch entry were a distinct trace, but within [`PRESIZED_BYTES`] for all binaries
+/// together: a bound on what a table can need, so memory still follows the distinct traces
+/// once the capture is large and no table starts larger than its input could make it.
+fn presized_tables(req: &Request, side: &SideBand) -> Vec<BinaryTable> {
+    let entries = side.bytes as usize / formats::perf::BranchEntry::SIZE / req.threads.max(1);
+    let max_bytes = PRESIZED_BYTES / req.binaries.len().max(1);
+    let table = |b| BinaryTable::for_binary(b, entries, max_bytes);
+    req.binaries.iter().map(table).collect()
 }
 
 /// Which events perf2bolt reads memory samples from.
@@ -630,7 +645,7 @@ impl Locate for PlacedIn<'_> {
 /// Places the pid-keyed tables of a streamed capture in one binary, exactly as the decode loop
 /// does for indexed captures.
 fn place_raw(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> BinaryTable {
-    let mut table = BinaryTable::for_binary(binary);
+    let mut table = BinaryTable::for_binary(binary, tables.traces.len(), PRESIZED_BYTES);
     for (k, c) in &tables.traces {
         let Some(map) = maps.by_pid.get(&k.pid) else {
             continue;

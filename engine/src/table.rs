@@ -298,6 +298,17 @@ fn next_seed() -> u64 {
 }
 
 impl<K: TableKey, C: Tally> CountTable<K, C> {
+    /// A table that holds `keys` keys without growing, but starts with no more than
+    /// `max_bytes` of slots (and no fewer than the default's).
+    fn for_keys(keys: usize, max_bytes: usize) -> Self {
+        let wanted = keys.saturating_mul(4).div_ceil(3);
+        let most = (max_bytes / std::mem::size_of::<Slot<K, C>>()).max(1);
+        // The largest power of two not above `most`.
+        let most = 1usize << (usize::BITS - 1 - most.leading_zeros());
+        let slots = wanted.checked_next_power_of_two().unwrap_or(most);
+        CountTable::with_capacity_pow2(slots.min(most).max(1 << 10), next_seed())
+    }
+
     fn with_capacity_pow2(cap: usize, seed: u64) -> Self {
         CountTable {
             slots: Slots::zeroed(cap),
@@ -755,12 +766,22 @@ impl Default for TraceTable {
 impl TraceTable {
     /// A table for a binary spanning `[start, end)`.
     pub fn for_span(start: u64, end: u64) -> TraceTable {
+        TraceTable::for_span_sized(start, end, 0, 0)
+    }
+
+    /// A table for a binary spanning `[start, end)` that starts large enough for `traces`
+    /// traces, or `max_bytes` of slots if that is less. Each doubling on the way up from the
+    /// default size re-inserts every trace and zeroes a new table: together 11 % of the
+    /// benchmark's run (fresh pages are expensive on its virtual machine).
+    pub fn for_span_sized(start: u64, end: u64, traces: usize, max_bytes: usize) -> TraceTable {
         match Packing::for_span(start, end) {
             Some(packing) => TraceTable::Packed {
                 packing,
-                traces: CountTable::default(),
+                traces: CountTable::for_keys(traces, max_bytes),
             },
-            None => TraceTable::default(),
+            None => TraceTable::Wide {
+                traces: CountTable::for_keys(traces, max_bytes),
+            },
         }
     }
 
@@ -1174,6 +1195,29 @@ mod tests {
             let (a, b) = (place(x), place(y));
             prop_assert_eq!(p.unpack(p.pack(a)), a);
             prop_assert_eq!(a.cmp(&b), p.pack(a).cmp(&p.pack(b)));
+        }
+    }
+
+    #[test]
+    fn presized_tables_hold_their_keys_within_their_bytes() {
+        type Table = CountTable<[u32; 3], TraceTally>;
+        let slot = std::mem::size_of::<Slot<[u32; 3], TraceTally>>();
+        for (keys, max_bytes, slots) in [
+            (0, 0, 1 << 10),
+            (700, 1 << 30, 1 << 10),
+            (768, 1 << 30, 1 << 10),
+            (769, 1 << 30, 1 << 11),
+            (1_000_000, 1 << 30, 1 << 21),
+            (1_000_000, 32 << 20, (32 << 20) / slot),
+            (1_000_000, (32 << 20) - 1, (16 << 20) / slot),
+            (usize::MAX, 32 << 20, (32 << 20) / slot),
+        ] {
+            let table = Table::for_keys(keys, max_bytes);
+            assert_eq!(table.slots.len(), slots, "{keys} keys in {max_bytes} bytes");
+            assert!(
+                keys > slots * 3 / 4 || !table.over_limit(keys),
+                "{keys} keys"
+            );
         }
     }
 
