@@ -342,7 +342,7 @@ pub fn aggregate(
                 basic,
                 mem_events,
                 resolver: Some(r.clone()),
-                per_binary: presized_tables(req, side),
+                per_binary: presized_tables(req, side, basic),
                 ..Default::default()
             },
             None => Tables {
@@ -408,8 +408,15 @@ const PRESIZED_BYTES: usize = 32 << 20;
 /// if every branch entry were a distinct trace, but within [`PRESIZED_BYTES`] for all binaries
 /// together: a bound on what a table can need, so memory still follows the distinct traces
 /// once the capture is large and no table starts larger than its input could make it.
-fn presized_tables(req: &Request, side: &SideBand) -> Vec<BinaryTable> {
-    let entries = side.bytes as usize / formats::perf::BranchEntry::SIZE / req.threads.max(1);
+///
+/// When counting IP samples, no trace table is filled: the tables start at the default size.
+fn presized_tables(req: &Request, side: &SideBand, basic: bool) -> Vec<BinaryTable> {
+    let share = side.bytes as usize / req.threads.max(1);
+    let entries = if basic {
+        0
+    } else {
+        share / formats::perf::BranchEntry::SIZE
+    };
     let max_bytes = PRESIZED_BYTES / req.binaries.len().max(1);
     let table = |b| BinaryTable::for_binary(b, entries, max_bytes);
     req.binaries.iter().map(table).collect()
