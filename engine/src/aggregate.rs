@@ -271,7 +271,7 @@ impl Tables {
 
 /// perf2bolt's `--ignore-interrupt-lbr` test.
 #[inline(always)]
-fn is_kernel(e: &formats::perf::BranchEntry) -> bool {
+pub(crate) fn is_kernel(e: &formats::perf::BranchEntry) -> bool {
     e.from >= KERNEL_BASE || e.to >= KERNEL_BASE
 }
 
@@ -652,7 +652,7 @@ impl Locate for PlacedIn<'_> {
 /// Places the pid-keyed tables of a streamed capture in one binary, exactly as the decode loop
 /// does for indexed captures.
 fn place_raw(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> BinaryTable {
-    let mut table = BinaryTable::for_binary(binary, tables.traces.len(), PRESIZED_BYTES);
+    let mut table = BinaryTable::for_binary(binary, 0, 0);
     for (k, c) in &tables.traces {
         let Some(map) = maps.by_pid.get(&k.pid) else {
             continue;
