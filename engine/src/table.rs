@@ -352,23 +352,51 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
     /// most [`BATCH`] keys) and prefetching its slots before the first insert.
     #[inline(always)]
     fn add_prefetched(&mut self, batch: &[K], count: impl Fn(usize) -> C::Total) {
-        // Grow first so the prefetched slots stay valid for the whole batch.
-        if self.over_limit(batch.len()) {
+        // Grow first, until the whole batch fits: prefetched and deferred slots must stay
+        // valid for the whole batch, so nothing in it grows the table.
+        while self.over_limit(batch.len()) {
             self.grow();
         }
-        let mut hashes = [0u64; BATCH];
-        for (h, key) in hashes.iter_mut().zip(batch) {
-            *h = key.hash64(self.seed);
-            prefetch(&self.slots[*h as usize & self.mask]);
+        let mut homes = [0usize; BATCH];
+        for (home, key) in homes.iter_mut().zip(batch) {
+            *home = key.hash64(self.seed) as usize & self.mask;
+            prefetch(&self.slots[*home]);
         }
-        for (i, (&h, &key)) in hashes.iter().zip(batch).enumerate() {
-            self.add_hashed(key, h, count(i));
+        // Keys whose probe runs off the end of their home's cache line, with the slot it
+        // goes on from: that line is prefetched and the key added after the rest of the batch,
+        // instead of the probe stalling on an unrequested line.
+        let mut later = [(0usize, 0usize); BATCH];
+        let mut deferred = 0;
+        for (i, (&home, &key)) in homes.iter().zip(batch).enumerate() {
+            if let Err(next) = self.add_within_line(key, home, count(i)) {
+                prefetch(&self.slots[next]);
+                later[deferred] = (i, next);
+                deferred += 1;
+            }
+        }
+        for &(i, next) in &later[..deferred] {
+            self.add_from(batch[i], next, count(i));
         }
     }
 
+    /// Slots per cache line (a power of two): a probe crossing a line boundary is a new cache
+    /// miss.
+    const LINE_SLOTS: usize = {
+        let per_line = 64 / std::mem::size_of::<Slot<K, C>>();
+        if per_line == 0 {
+            1
+        } else {
+            // The largest power of two not above it (slots of 16 or 32 bytes fill a line).
+            1 << (usize::BITS - 1 - per_line.leading_zeros())
+        }
+    };
+
+    /// Adds `n` to `key` if its probe from slot `from` ends within `from`'s cache line (the key
+    /// or an empty slot is found there); otherwise returns the slot the probe goes on from.
+    /// The table has room for the key (no growing here: deferred probes hold slot indices).
     #[inline(always)]
-    fn add_hashed(&mut self, key: K, hash: u64, n: C::Total) {
-        let mut i = hash as usize & self.mask;
+    fn add_within_line(&mut self, key: K, from: usize, n: C::Total) -> Result<(), usize> {
+        let mut i = from;
         loop {
             let slot = &mut self.slots[i];
             if slot.count.is_empty() {
@@ -376,16 +404,33 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
                 self.add_count(i, n);
                 debug_assert!(!self.slots[i].count.is_empty(), "a key counted nothing");
                 self.len += 1;
-                if self.over_limit(0) {
-                    self.grow();
-                }
-                return;
+                return Ok(());
             }
             if slot.key == key {
                 self.add_count(i, n);
-                return;
+                return Ok(());
             }
             i = (i + 1) & self.mask;
+            if i & (Self::LINE_SLOTS - 1) == 0 {
+                return Err(i);
+            }
+        }
+    }
+
+    /// Adds `n` to `key`, probing from slot `from` (its home, or a slot its probe reached).
+    #[inline(always)]
+    fn add_from(&mut self, key: K, mut from: usize, n: C::Total) {
+        while let Err(next) = self.add_within_line(key, from, n) {
+            from = next;
+        }
+    }
+
+    #[inline(always)]
+    fn add_hashed(&mut self, key: K, hash: u64, n: C::Total) {
+        let before = self.len;
+        self.add_from(key, hash as usize & self.mask, n);
+        if self.len > before && self.over_limit(0) {
+            self.grow();
         }
     }
 
@@ -1284,6 +1329,34 @@ mod tests {
         assert_eq!(sorted[0], ([1, 2, 3], 2 * big + 7));
         assert_eq!(sorted.len(), 32);
         assert!(sorted.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    /// A probe that runs off its home's cache line is finished after the rest of its batch,
+    /// and a key deferred twice in one batch (the first time as a new key) is stored once.
+    #[test]
+    fn probes_past_a_full_line_are_deferred_and_count_once() {
+        let mut table: CountTable<[u32; 3], u32> = CountTable::with_capacity_pow2(1 << 10, 7);
+        let line = CountTable::<[u32; 3], u32>::LINE_SLOTS;
+        assert_eq!(line, 4);
+        // Keys whose home is the first slot of line 0: one fills each slot of the line, the
+        // rest must go on to line 1.
+        let homed: Vec<[u32; 3]> = (1..)
+            .map(|i| [i, 0, 0])
+            .filter(|k| k.hash64(table.seed) as usize & table.mask == 0)
+            .take(line + 2)
+            .collect();
+        let (fill, past) = (&homed[..line], &homed[line..]);
+        let mut batch = fill.to_vec();
+        batch.extend([past[0], past[1], past[0], fill[2], past[0]]);
+        table.add_batch(&batch);
+        assert_eq!(table.len(), line + 2);
+        let counts: HashMap<_, _> = table.iter().collect();
+        assert_eq!(counts[&past[0]], 3);
+        assert_eq!(counts[&past[1]], 1);
+        assert_eq!(counts[&fill[2]], 2);
+        let slot_of = |k: &[u32; 3]| table.slots.iter().position(|s| s.key == *k).unwrap();
+        assert!(fill.iter().all(|k| slot_of(k) < line));
+        assert!(past.iter().all(|k| (line..2 * line).contains(&slot_of(k))));
     }
 
     /// Growing into mapped (huge-page) storage, then merging two such tables, loses nothing.
