@@ -298,6 +298,11 @@ impl<K: TableKey, C: Tally> Default for CountTable<K, C> {
     }
 }
 
+/// The largest power of two not above `n`, which must be at least 1.
+const fn floor_pow2(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.leading_zeros())
+}
+
 /// A fresh, well-mixed hash seed per table.
 fn next_seed() -> u64 {
     static TABLES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -310,9 +315,7 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
     /// `max_bytes` of slots (and no fewer than the default's).
     fn for_keys(keys: usize, max_bytes: usize) -> Self {
         let wanted = keys.saturating_mul(4).div_ceil(3);
-        let most = (max_bytes / std::mem::size_of::<Slot<K, C>>()).max(1);
-        // The largest power of two not above `most`.
-        let most = 1usize << (usize::BITS - 1 - most.leading_zeros());
+        let most = floor_pow2((max_bytes / std::mem::size_of::<Slot<K, C>>()).max(1));
         let slots = wanted.checked_next_power_of_two().unwrap_or(most);
         CountTable::with_capacity_pow2(slots.min(most).max(1 << 10), next_seed())
     }
@@ -345,7 +348,11 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
     /// Adds `n` (not nothing) to `key`'s count.
     #[inline(always)]
     pub fn add(&mut self, key: K, n: C::Total) {
-        self.add_hashed(key, key.hash64(self.seed), n);
+        let before = self.len;
+        self.add_from(key, key.hash64(self.seed) as usize & self.mask, n);
+        if self.len > before && self.over_limit(0) {
+            self.grow();
+        }
     }
 
     /// Adds `count(i)` (not nothing) to the count of `batch[i]`, hashing the whole batch (at
@@ -386,8 +393,8 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
         if per_line == 0 {
             1
         } else {
-            // The largest power of two not above it (slots of 16 or 32 bytes fill a line).
-            1 << (usize::BITS - 1 - per_line.leading_zeros())
+            // Slots of 16 or 32 bytes fill a line exactly.
+            floor_pow2(per_line)
         }
     };
 
@@ -422,15 +429,6 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
     fn add_from(&mut self, key: K, mut from: usize, n: C::Total) {
         while let Err(next) = self.add_within_line(key, from, n) {
             from = next;
-        }
-    }
-
-    #[inline(always)]
-    fn add_hashed(&mut self, key: K, hash: u64, n: C::Total) {
-        let before = self.len;
-        self.add_from(key, hash as usize & self.mask, n);
-        if self.len > before && self.over_limit(0) {
-            self.grow();
         }
     }
 
@@ -1226,10 +1224,11 @@ mod tests {
             huge in prop::collection::vec(0u64..300, 0..3),
         ) {
             let key = |k: u64| [k, k ^ 0x55, 7];
+            let huge: Vec<(u64, u64)> = huge.iter().map(|&k| (k, u64::from(u32::MAX) - 1)).collect();
             let mut expected: HashMap<[u64; 3], u64> = HashMap::new();
             let mut fill = |items: &[(u64, u64)]| {
                 let mut t: CountTable<[u64; 3], u32> = CountTable::with_capacity_pow2(2, next_seed());
-                for &(k, n) in items.iter().chain(huge.iter().map(|k| (*k, u64::from(u32::MAX) - 1)).collect::<Vec<_>>().iter()) {
+                for &(k, n) in items.iter().chain(&huge) {
                     t.add(key(k), n);
                     *expected.entry(key(k)).or_default() += n;
                 }
