@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::bytes::{ReadError, ReadErrorKind};
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// No reader recognises the input (LLVM: "Unrecognized sample profile encoding format").
@@ -95,6 +97,20 @@ impl fmt::Display for Error {
 }
 
 impl Error {
+    /// A failed [`Reader`](crate::bytes::Reader) read of the field `what`.
+    pub(crate) fn read(e: ReadError, what: &'static str) -> Error {
+        match e.kind {
+            ReadErrorKind::UlebTooBig | ReadErrorKind::SlebTooBig => Error::Malformed {
+                offset: e.offset,
+                what: format!("{what}: ULEB128 value exceeds 64 bits"),
+            },
+            _ => Error::Truncated {
+                offset: e.offset,
+                what,
+            },
+        }
+    }
+
     /// The message as llvm-profdata words it for `file`: `file:LINE: …` for text errors,
     /// `file: …` otherwise.
     pub fn located(&self, file: &str) -> String {
