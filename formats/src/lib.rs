@@ -6,3 +6,4 @@ pub mod bytes;
 pub mod instrprof;
 pub mod perf;
 pub mod sampleprof;
+pub mod store;

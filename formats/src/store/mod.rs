@@ -1,0 +1,237 @@
+//! The profile store (`.pms`): profmill's own columnar, mergeable form of aggregated perf
+//! profiles, in each binary's file-offset space so that no ELF is needed to write it. The layout
+//! is specified in `docs/store.md`; in short:
+//!
+//! ```text
+//! FileHeader (32 bytes) · sections … · table of contents (TocEntry × n) · Trailer (32 bytes)
+//! ```
+//!
+//! Sections are a file-level [`StoreMeta`], one [`BinaryMeta`] per binary (in identity order),
+//! and table blocks of at most [`ROWS_PER_BLOCK`] sorted rows ([`TraceRow`], [`BranchRow`],
+//! [`IpRow`], [`MemRow`], [`ReturnRow`]), delta- and LEB128-encoded, each checksummed (xxh3-64)
+//! and indexed by its first key in the table of contents. Everything in the file is a function
+//! of the profile alone — no paths, times or input order — so equal profiles are equal bytes.
+
+mod raw;
+mod read;
+mod rows;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+pub use raw::{FileHeader, TocEntry, Trailer};
+pub use read::{
+    parse_binary_meta, parse_header, parse_meta, parse_toc, parse_trailer, BinaryLayout, BlockRows,
+    Layout, Section, Store,
+};
+pub use rows::{BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow};
+pub use write::{StoreWriter, TableWriter};
+
+use std::fmt;
+
+use crate::bytes::ReadErrorKind;
+
+/// The first eight bytes of every store.
+pub const MAGIC: [u8; 8] = *b"PMSTORE\0";
+/// The last eight bytes of every store.
+pub const END_MAGIC: [u8; 8] = *b"PMSTEND\0";
+/// The version this crate writes and the newest it reads.
+pub const VERSION: u32 = 1;
+/// Rows per table block: small enough that a merge of a thousand inputs holds one block of
+/// each in memory, large enough that the table of contents stays a small part of the file.
+pub const ROWS_PER_BLOCK: usize = 4096;
+/// The `binary` field of file-level sections.
+pub const NO_BINARY: u32 = u32::MAX;
+
+/// What a section holds. Readers skip codes they do not know (a newer writer's additions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum SectionKind {
+    /// The file-level [`StoreMeta`].
+    Meta,
+    /// One binary's [`BinaryMeta`].
+    Binary,
+    /// A block of [`TraceRow`]s.
+    Traces,
+    /// A block of [`BranchRow`]s.
+    Branches,
+    /// A block of [`IpRow`]s.
+    Ips,
+    /// A block of [`MemRow`]s.
+    Mem,
+    /// A block of [`ReturnRow`]s.
+    Returns,
+}
+
+impl SectionKind {
+    /// The table kinds, in the order a binary's tables are written.
+    pub const TABLES: [SectionKind; 5] = [
+        SectionKind::Traces,
+        SectionKind::Branches,
+        SectionKind::Ips,
+        SectionKind::Mem,
+        SectionKind::Returns,
+    ];
+
+    /// The on-disk code.
+    pub fn code(self) -> u32 {
+        match self {
+            SectionKind::Meta => 1,
+            SectionKind::Binary => 2,
+            SectionKind::Traces => 16,
+            SectionKind::Branches => 17,
+            SectionKind::Ips => 18,
+            SectionKind::Mem => 19,
+            SectionKind::Returns => 20,
+        }
+    }
+
+    /// The kind of an on-disk code, if this version knows it.
+    pub fn from_code(code: u32) -> Option<SectionKind> {
+        Some(match code {
+            1 => SectionKind::Meta,
+            2 => SectionKind::Binary,
+            16 => SectionKind::Traces,
+            17 => SectionKind::Branches,
+            18 => SectionKind::Ips,
+            19 => SectionKind::Mem,
+            20 => SectionKind::Returns,
+            _ => return None,
+        })
+    }
+
+    /// Position among [`SectionKind::TABLES`], for table kinds.
+    pub fn table_index(self) -> Option<usize> {
+        SectionKind::TABLES.iter().position(|&k| k == self)
+    }
+
+    /// The name used in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            SectionKind::Meta => "meta",
+            SectionKind::Binary => "binary",
+            SectionKind::Traces => "traces",
+            SectionKind::Branches => "branches",
+            SectionKind::Ips => "ips",
+            SectionKind::Mem => "mem",
+            SectionKind::Returns => "returns",
+        }
+    }
+}
+
+/// What the whole store knows beyond its binaries.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreMeta {
+    /// Captures summed into the store.
+    pub captures: u64,
+    /// The capturing hosts' names (perf's `HEADER_HOSTNAME`), sorted, without duplicates.
+    pub hosts: Vec<String>,
+}
+
+/// One binary's identity and summary. Binaries are identified by build-id when they have one,
+/// else by file name; a store lists them in [`BinaryMeta::identity_cmp`] order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BinaryMeta {
+    /// The GNU build-id (empty when the capture recorded none).
+    pub build_id: Vec<u8>,
+    /// The file name perf recorded (base name).
+    pub name: Vec<u8>,
+    /// The sampled events' names (as `perf script` prints them), sorted; [`IpRow::event`]
+    /// indexes this list.
+    pub events: Vec<String>,
+    /// Samples that fell in a process mapping this binary.
+    pub samples: u64,
+    /// Processes that mapped it (summed over captures).
+    pub processes: u64,
+}
+
+impl BinaryMeta {
+    /// The order binaries are stored in: build-ids first (by bytes), then build-id-less
+    /// binaries by name. Two binaries are the same when this says `Equal`.
+    pub fn identity_cmp(&self, other: &BinaryMeta) -> std::cmp::Ordering {
+        let key = |b: &BinaryMeta| -> (bool, Vec<u8>) {
+            if b.build_id.is_empty() {
+                (true, b.name.clone())
+            } else {
+                (false, b.build_id.clone())
+            }
+        };
+        key(self).cmp(&key(other))
+    }
+}
+
+/// A store that cannot be read: what is wrong, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError {
+    /// File offset of the offending bytes.
+    pub offset: u64,
+    /// The section they belong to, when known: its kind, binary index and block number.
+    pub section: Option<(SectionKind, u32, u32)>,
+    /// What is wrong.
+    pub kind: StoreErrorKind,
+}
+
+/// What is wrong with a store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The file does not start (or end) with the store's magic.
+    NotAStore,
+    /// Written by a newer profmill.
+    NewerVersion(u32),
+    /// A section's bytes do not match its checksum.
+    Checksum,
+    /// The table of contents is inconsistent (the text says how).
+    Toc(&'static str),
+    /// A value could not be decoded.
+    Read(ReadErrorKind),
+    /// A block's bytes and its row count disagree.
+    RowCount,
+    /// Rows or blocks out of key order, or a repeated key.
+    Unsorted,
+    /// A string is not UTF-8.
+    Utf8,
+}
+
+impl fmt::Display for StoreErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreErrorKind::NotAStore => f.write_str("not a profmill store (bad magic)"),
+            StoreErrorKind::NewerVersion(v) => write!(
+                f,
+                "store format version {v} was written by a newer profmill; this one reads version {VERSION}"
+            ),
+            StoreErrorKind::Checksum => f.write_str("checksum mismatch (the file is corrupt)"),
+            StoreErrorKind::Toc(why) => write!(f, "bad table of contents: {why}"),
+            StoreErrorKind::Read(k) => write!(f, "{k}"),
+            StoreErrorKind::RowCount => {
+                f.write_str("the block's length does not match its row count")
+            }
+            StoreErrorKind::Unsorted => f.write_str("rows out of key order"),
+            StoreErrorKind::Utf8 => f.write_str("a name is not UTF-8"),
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "byte offset {}", self.offset)?;
+        match self.section {
+            Some((kind, binary, block)) if kind.table_index().is_some() => {
+                write!(f, " ({} block {block} of binary {binary})", kind.name())?
+            }
+            Some((SectionKind::Binary, binary, _)) => write!(f, " (binary {binary})")?,
+            Some((kind, _, _)) => write!(f, " ({} section)", kind.name())?,
+            None => {}
+        }
+        write!(f, ": {}", self.kind)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// xxh3-64, the store's checksum.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}

@@ -1,0 +1,463 @@
+//! Reading a store: the trailer, the table of contents, the metadata and table blocks, each
+//! from a byte slice, so a caller can map the whole file or read only the parts it needs.
+
+use zerocopy::FromBytes;
+
+use crate::bytes::{Endian, ReadError, Reader};
+
+use super::raw::{FileHeader, TocEntry, Trailer};
+use super::{
+    checksum, BinaryMeta, Row, SectionKind, StoreError, StoreErrorKind, StoreMeta, END_MAGIC,
+    MAGIC, NO_BINARY, VERSION,
+};
+
+/// Size of the header and of the trailer.
+const HEADER_SIZE: u64 = std::mem::size_of::<FileHeader>() as u64;
+const TRAILER_SIZE: u64 = std::mem::size_of::<Trailer>() as u64;
+
+/// One section, as the table of contents describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// What it holds.
+    pub kind: SectionKind,
+    /// Its binary's index (`NO_BINARY` for file-level sections).
+    pub binary: u32,
+    /// Its number among its binary's blocks of the same kind.
+    pub block: u32,
+    /// File offset.
+    pub offset: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// Rows (table blocks).
+    pub rows: u64,
+    /// xxh3-64 of its bytes.
+    pub checksum: u64,
+    /// The first row's two leading key columns (table blocks).
+    pub first_key: [u64; 2],
+}
+
+impl Section {
+    fn error(&self, offset: u64, kind: StoreErrorKind) -> StoreError {
+        StoreError {
+            offset,
+            section: Some((self.kind, self.binary, self.block)),
+            kind,
+        }
+    }
+
+    /// Checks `bytes` (this section's) against the checksum.
+    fn verify(&self, bytes: &[u8]) -> Result<(), StoreError> {
+        if bytes.len() as u64 != self.length {
+            return Err(self.error(self.offset, StoreErrorKind::Toc("section length")));
+        }
+        if checksum(bytes) != self.checksum {
+            return Err(self.error(self.offset, StoreErrorKind::Checksum));
+        }
+        Ok(())
+    }
+
+    /// A reader of this section's `bytes` that reports file offsets.
+    fn reader<'a>(&self, bytes: &'a [u8]) -> Reader<'a> {
+        Reader::at(bytes, Endian::Little, self.offset)
+    }
+
+    fn read_error(&self, e: ReadError) -> StoreError {
+        self.error(e.offset, StoreErrorKind::Read(e.kind))
+    }
+}
+
+/// Where everything is, from the table of contents.
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    /// The file-level metadata section.
+    pub meta: Option<Section>,
+    /// The binaries, in store order.
+    pub binaries: Vec<BinaryLayout>,
+}
+
+/// One binary's sections.
+#[derive(Clone, Debug)]
+pub struct BinaryLayout {
+    /// Its [`BinaryMeta`] section.
+    pub meta: Section,
+    /// Its table blocks, per [`SectionKind::TABLES`] entry, in key order.
+    pub tables: [Vec<Section>; 5],
+}
+
+impl BinaryLayout {
+    /// The blocks of table `kind`.
+    pub fn blocks(&self, kind: SectionKind) -> &[Section] {
+        kind.table_index().map_or(&[], |i| &self.tables[i])
+    }
+
+    /// Rows of table `kind`.
+    pub fn rows(&self, kind: SectionKind) -> u64 {
+        self.blocks(kind).iter().map(|b| b.rows).sum()
+    }
+
+    /// Bytes of table `kind`.
+    pub fn bytes(&self, kind: SectionKind) -> u64 {
+        self.blocks(kind).iter().map(|b| b.length).sum()
+    }
+}
+
+fn file_error(offset: u64, kind: StoreErrorKind) -> StoreError {
+    StoreError {
+        offset,
+        section: None,
+        kind,
+    }
+}
+
+/// Checks the first 32 bytes; returns the version.
+pub fn parse_header(bytes: &[u8]) -> Result<u32, StoreError> {
+    let (header, _) = FileHeader::read_from_prefix(bytes)
+        .map_err(|_| file_error(0, StoreErrorKind::NotAStore))?;
+    if header.magic != MAGIC {
+        return Err(file_error(0, StoreErrorKind::NotAStore));
+    }
+    let version = header.version.get();
+    if version > VERSION {
+        return Err(file_error(8, StoreErrorKind::NewerVersion(version)));
+    }
+    if version == 0
+        || u64::from(header.header_size.get()) != HEADER_SIZE
+        || header.reserved != [0; 16]
+    {
+        return Err(file_error(12, StoreErrorKind::Toc("header size")));
+    }
+    Ok(version)
+}
+
+/// Checks the last 32 bytes of a `file_len`-byte store; returns where its table of contents
+/// is: (offset, length in bytes, checksum).
+pub fn parse_trailer(bytes: &[u8], file_len: u64) -> Result<(u64, u64, u64), StoreError> {
+    let at = file_len.saturating_sub(TRAILER_SIZE);
+    if file_len < HEADER_SIZE + TRAILER_SIZE {
+        return Err(file_error(at, StoreErrorKind::NotAStore));
+    }
+    let trailer =
+        Trailer::read_from_bytes(bytes).map_err(|_| file_error(at, StoreErrorKind::NotAStore))?;
+    if trailer.magic != END_MAGIC {
+        return Err(file_error(at + 24, StoreErrorKind::NotAStore));
+    }
+    let entry = std::mem::size_of::<TocEntry>() as u64;
+    let offset = trailer.toc_offset.get();
+    let length = trailer.toc_entries.get().checked_mul(entry);
+    match length {
+        Some(length) if offset >= HEADER_SIZE && offset.checked_add(length) == Some(at) => {
+            Ok((offset, length, trailer.toc_checksum.get()))
+        }
+        _ => Err(file_error(
+            at,
+            StoreErrorKind::Toc("trailer points outside the file"),
+        )),
+    }
+}
+
+/// Reads the table of contents (`bytes`, at `offset`, with `expected` checksum) into a layout,
+/// checking that sections lie between the header and the table, in order, and that every
+/// table block belongs to a binary. Sections of unknown kinds are skipped.
+pub fn parse_toc(bytes: &[u8], offset: u64, expected: u64) -> Result<Layout, StoreError> {
+    if checksum(bytes) != expected {
+        return Err(file_error(offset, StoreErrorKind::Checksum));
+    }
+    let entries = <[TocEntry]>::ref_from_bytes(bytes)
+        .map_err(|_| file_error(offset, StoreErrorKind::Toc("size")))?;
+    let mut layout = Layout::default();
+    let mut next_free = HEADER_SIZE;
+    for (i, e) in entries.iter().enumerate() {
+        let at = offset + (i * std::mem::size_of::<TocEntry>()) as u64;
+        let bad = |why| file_error(at, StoreErrorKind::Toc(why));
+        let (start, length) = (e.offset.get(), e.length.get());
+        let end = start
+            .checked_add(length)
+            .ok_or_else(|| bad("section end"))?;
+        if start < next_free || end > offset {
+            return Err(bad("sections overlap or lie outside the data"));
+        }
+        next_free = end;
+        let Some(kind) = SectionKind::from_code(e.kind.get()) else {
+            continue;
+        };
+        let mut section = Section {
+            kind,
+            binary: e.binary.get(),
+            block: 0,
+            offset: start,
+            length,
+            rows: e.rows.get(),
+            checksum: e.checksum.get(),
+            first_key: e.first_key.map(|k| k.get()),
+        };
+        match kind {
+            SectionKind::Meta if section.binary == NO_BINARY && layout.meta.is_none() => {
+                layout.meta = Some(section)
+            }
+            SectionKind::Meta => return Err(bad("a second or misplaced meta section")),
+            SectionKind::Binary if section.binary as usize == layout.binaries.len() => {
+                layout.binaries.push(BinaryLayout {
+                    meta: section,
+                    tables: Default::default(),
+                })
+            }
+            SectionKind::Binary => return Err(bad("binary sections out of order")),
+            _ => {
+                let table = kind.table_index().ok_or_else(|| bad("kind"))?;
+                let binary = layout
+                    .binaries
+                    .get_mut(section.binary as usize)
+                    .ok_or_else(|| bad("a table block before its binary"))?;
+                if section.rows == 0 {
+                    return Err(bad("an empty table block"));
+                }
+                let blocks = &mut binary.tables[table];
+                section.block = blocks.len() as u32;
+                if blocks
+                    .last()
+                    .is_some_and(|b| b.first_key > section.first_key)
+                {
+                    return Err(bad("table blocks out of key order"));
+                }
+                blocks.push(section);
+            }
+        }
+    }
+    Ok(layout)
+}
+
+fn read_bytes<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], ReadError> {
+    let len = r.uleb128()?;
+    r.take(usize::try_from(len).unwrap_or(usize::MAX))
+}
+
+fn read_string(r: &mut Reader<'_>, s: &Section) -> Result<String, StoreError> {
+    let at = r.offset();
+    let bytes = read_bytes(r).map_err(|e| s.read_error(e))?;
+    String::from_utf8(bytes.to_vec()).map_err(|_| s.error(at, StoreErrorKind::Utf8))
+}
+
+fn read_count(r: &mut Reader<'_>, s: &Section) -> Result<u64, StoreError> {
+    r.uleb128().map_err(|e| s.read_error(e))
+}
+
+/// A list length, bounded by the bytes left (each element takes at least one).
+fn read_len(r: &mut Reader<'_>, s: &Section) -> Result<usize, StoreError> {
+    let at = r.offset();
+    let n = read_count(r, s)?;
+    if n > r.len() as u64 {
+        return Err(s.error(at, StoreErrorKind::Toc("a list longer than its section")));
+    }
+    Ok(n as usize)
+}
+
+fn expect_end(r: &Reader<'_>, s: &Section) -> Result<(), StoreError> {
+    match r.is_empty() {
+        true => Ok(()),
+        false => Err(s.error(
+            r.offset(),
+            StoreErrorKind::Toc("bytes after the section's end"),
+        )),
+    }
+}
+
+/// Decodes the file-level metadata from its section's `bytes`.
+pub fn parse_meta(bytes: &[u8], s: &Section) -> Result<StoreMeta, StoreError> {
+    s.verify(bytes)?;
+    let mut r = s.reader(bytes);
+    let captures = read_count(&mut r, s)?;
+    let hosts = (0..read_len(&mut r, s)?)
+        .map(|_| read_string(&mut r, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    expect_end(&r, s)?;
+    Ok(StoreMeta { captures, hosts })
+}
+
+/// Decodes a binary's metadata from its section's `bytes`.
+pub fn parse_binary_meta(bytes: &[u8], s: &Section) -> Result<BinaryMeta, StoreError> {
+    s.verify(bytes)?;
+    let mut r = s.reader(bytes);
+    let build_id = read_bytes(&mut r).map_err(|e| s.read_error(e))?.to_vec();
+    let name = read_bytes(&mut r).map_err(|e| s.read_error(e))?.to_vec();
+    let samples = read_count(&mut r, s)?;
+    let processes = read_count(&mut r, s)?;
+    let events = (0..read_len(&mut r, s)?)
+        .map(|_| read_string(&mut r, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    expect_end(&r, s)?;
+    if !events.windows(2).all(|w| w[0] < w[1]) {
+        return Err(s.error(s.offset, StoreErrorKind::Unsorted));
+    }
+    Ok(BinaryMeta {
+        build_id,
+        name,
+        events,
+        samples,
+        processes,
+    })
+}
+
+/// The rows of one table block, decoded as they are iterated; the checksum is verified
+/// before the first.
+pub struct BlockRows<'a, R: Row> {
+    reader: Reader<'a>,
+    section: Section,
+    prev: Option<R>,
+    left: u64,
+}
+
+impl<'a, R: Row> BlockRows<'a, R> {
+    /// The rows of block `s`, whose bytes are `bytes`.
+    pub fn new(bytes: &'a [u8], s: &Section) -> Result<BlockRows<'a, R>, StoreError> {
+        if s.kind != R::KIND {
+            return Err(s.error(s.offset, StoreErrorKind::Toc("section kind")));
+        }
+        s.verify(bytes)?;
+        Ok(BlockRows {
+            reader: s.reader(bytes),
+            section: *s,
+            prev: None,
+            left: s.rows,
+        })
+    }
+
+    /// The next row, or `None` after the last one (having checked that the block ends there).
+    pub fn next_row(&mut self) -> Result<Option<R>, StoreError> {
+        if self.left == 0 {
+            return match self.reader.is_empty() {
+                true => Ok(None),
+                false => Err(self
+                    .section
+                    .error(self.reader.offset(), StoreErrorKind::RowCount)),
+            };
+        }
+        let at = self.reader.offset();
+        let prev = self.prev.unwrap_or_default();
+        let row = R::decode(&prev, &mut self.reader).map_err(|e| match e.kind {
+            crate::bytes::ReadErrorKind::UnexpectedEof => {
+                self.section.error(e.offset, StoreErrorKind::RowCount)
+            }
+            _ => self.section.read_error(e),
+        })?;
+        if self
+            .prev
+            .is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less)
+        {
+            return Err(self.section.error(at, StoreErrorKind::Unsorted));
+        }
+        self.prev = Some(row);
+        self.left -= 1;
+        Ok(Some(row))
+    }
+}
+
+impl<R: Row> Iterator for BlockRows<'_, R> {
+    type Item = Result<R, StoreError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
+    }
+}
+
+/// A whole store in memory (mapped or read).
+pub struct Store<'a> {
+    data: &'a [u8],
+    meta: StoreMeta,
+    binaries: Vec<(BinaryMeta, BinaryLayout)>,
+}
+
+impl<'a> Store<'a> {
+    /// Parses and checks the header, trailer, table of contents and metadata; table blocks are
+    /// checked as they are read.
+    pub fn parse(data: &'a [u8]) -> Result<Store<'a>, StoreError> {
+        parse_header(data)?;
+        let len = data.len() as u64;
+        let tail = &data[data.len().saturating_sub(TRAILER_SIZE as usize)..];
+        let (toc_offset, toc_len, toc_sum) = parse_trailer(tail, len)?;
+        let toc = &data[toc_offset as usize..(toc_offset + toc_len) as usize];
+        let layout = parse_toc(toc, toc_offset, toc_sum)?;
+        let meta = match &layout.meta {
+            Some(s) => parse_meta(section_bytes(data, s), s)?,
+            None => StoreMeta::default(),
+        };
+        let mut binaries: Vec<(BinaryMeta, BinaryLayout)> = Vec::new();
+        for b in layout.binaries {
+            let meta = parse_binary_meta(section_bytes(data, &b.meta), &b.meta)?;
+            if binaries
+                .last()
+                .is_some_and(|(m, _)| m.identity_cmp(&meta) != std::cmp::Ordering::Less)
+            {
+                return Err(b.meta.error(b.meta.offset, StoreErrorKind::Unsorted));
+            }
+            binaries.push((meta, b));
+        }
+        Ok(Store {
+            data,
+            meta,
+            binaries,
+        })
+    }
+
+    /// The file-level metadata.
+    pub fn meta(&self) -> &StoreMeta {
+        &self.meta
+    }
+
+    /// The binaries, in store order, with where their tables are.
+    pub fn binaries(&self) -> &[(BinaryMeta, BinaryLayout)] {
+        &self.binaries
+    }
+
+    /// Every row of binary `binary`'s `R` table, in key order (checked across blocks too).
+    pub fn rows<R: Row + 'static>(
+        &self,
+        binary: usize,
+    ) -> impl Iterator<Item = Result<R, StoreError>> + '_ {
+        let blocks = self
+            .binaries
+            .get(binary)
+            .map_or(&[][..], |(_, l)| l.blocks(R::KIND));
+        let mut prev: Option<R> = None;
+        blocks
+            .iter()
+            .flat_map(
+                move |s| match BlockRows::<R>::new(section_bytes(self.data, s), s) {
+                    Ok(rows) => EitherRows::Rows(rows),
+                    Err(e) => EitherRows::Failed(Some(e)),
+                },
+            )
+            .map(move |row| {
+                let row = row?;
+                if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
+                    return Err(StoreError {
+                        offset: 0,
+                        section: Some((R::KIND, binary as u32, 0)),
+                        kind: StoreErrorKind::Unsorted,
+                    });
+                }
+                prev = Some(row);
+                Ok(row)
+            })
+    }
+}
+
+/// A block's rows, or the error that kept it from being read.
+enum EitherRows<'a, R: Row> {
+    Rows(BlockRows<'a, R>),
+    Failed(Option<StoreError>),
+}
+
+impl<R: Row> Iterator for EitherRows<'_, R> {
+    type Item = Result<R, StoreError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            EitherRows::Rows(r) => r.next(),
+            EitherRows::Failed(e) => e.take().map(Err),
+        }
+    }
+}
+
+/// The bytes of section `s` (the table of contents has checked that they lie in `data`).
+fn section_bytes<'a>(data: &'a [u8], s: &Section) -> &'a [u8] {
+    data.get(s.offset as usize..(s.offset + s.length) as usize)
+        .unwrap_or(&[])
+}

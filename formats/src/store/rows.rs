@@ -1,0 +1,406 @@
+//! The rows of the store's tables and their block encoding: rows sorted by key, each column
+//! written as a LEB128 delta against the previous row of the block (a block starts from an
+//! all-zero row, so every block decodes alone). All arithmetic wraps, so every `u64` value
+//! round-trips, markers such as `u64::MAX` included.
+
+use crate::bytes::{write_uleb128, ReadError, Reader};
+
+use super::SectionKind;
+
+/// A table row: a key (the columns before the counts) and counts that add up.
+pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq {
+    /// The section kind of this table's blocks.
+    const KIND: SectionKind;
+    /// The key's ordering; rows of a table are strictly increasing by it.
+    fn key_cmp(&self, other: &Self) -> std::cmp::Ordering;
+    /// The two leading key columns (the table of contents keeps a block's first, for seeking).
+    fn leading_key(&self) -> [u64; 2];
+    /// Appends this row's encoding after `prev`.
+    fn encode(&self, prev: &Self, out: &mut Vec<u8>);
+    /// Reads the row that follows `prev`.
+    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError>;
+    /// Adds `other`'s counts (same key) to this row's; returns false if a count saturated.
+    fn add_counts(&mut self, other: &Self) -> bool;
+    /// Multiplies the counts by `weight`; returns false if a count saturated.
+    fn scale_counts(&mut self, weight: u64) -> bool;
+}
+
+#[inline(always)]
+fn zigzag(v: u64) -> u64 {
+    let v = v as i64;
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+#[inline(always)]
+fn unzigzag(v: u64) -> u64 {
+    ((v >> 1) as i64 ^ -((v & 1) as i64)) as u64
+}
+
+/// `a + b`, saturating; records in `ok` whether it did.
+#[inline(always)]
+fn sat_add(a: &mut u64, b: u64, ok: &mut bool) {
+    match a.checked_add(b) {
+        Some(v) => *a = v,
+        None => {
+            *a = u64::MAX;
+            *ok = false;
+        }
+    }
+}
+
+#[inline(always)]
+fn sat_mul(a: &mut u64, b: u64, ok: &mut bool) {
+    match a.checked_mul(b) {
+        Some(v) => *a = v,
+        None => {
+            *a = u64::MAX;
+            *ok = false;
+        }
+    }
+}
+
+/// An LBR trace: the branch `branch → from`, then the fall-through `from → to`, in the
+/// binary's file-offset space (`0`: outside the binary; `to == u64::MAX`: no fall-through).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TraceRow {
+    /// The branch's source.
+    pub branch: u64,
+    /// The branch's target, where the fall-through starts.
+    pub from: u64,
+    /// Where the fall-through ends (the next branch's source).
+    pub to: u64,
+    /// Times taken.
+    pub count: u64,
+    /// Times mispredicted.
+    pub mispreds: u64,
+}
+
+impl Row for TraceRow {
+    const KIND: SectionKind = SectionKind::Traces;
+    fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.branch, self.from, self.to).cmp(&(o.branch, o.from, o.to))
+    }
+    fn leading_key(&self) -> [u64; 2] {
+        [self.branch, self.from]
+    }
+    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
+        write_uleb128(out, self.branch.wrapping_sub(prev.branch));
+        if self.branch == prev.branch {
+            write_uleb128(out, self.from.wrapping_sub(prev.from));
+        } else {
+            write_uleb128(out, zigzag(self.from.wrapping_sub(self.branch)));
+        }
+        write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
+        write_uleb128(out, self.count);
+        write_uleb128(out, self.mispreds);
+    }
+    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let branch = prev.branch.wrapping_add(r.uleb128()?);
+        let from = if branch == prev.branch {
+            prev.from.wrapping_add(r.uleb128()?)
+        } else {
+            branch.wrapping_add(unzigzag(r.uleb128()?))
+        };
+        let to = from.wrapping_add(unzigzag(r.uleb128()?));
+        Ok(TraceRow {
+            branch,
+            from,
+            to,
+            count: r.uleb128()?,
+            mispreds: r.uleb128()?,
+        })
+    }
+    fn add_counts(&mut self, o: &Self) -> bool {
+        let mut ok = true;
+        sat_add(&mut self.count, o.count, &mut ok);
+        sat_add(&mut self.mispreds, o.mispreds, &mut ok);
+        ok
+    }
+    fn scale_counts(&mut self, w: u64) -> bool {
+        let mut ok = true;
+        sat_mul(&mut self.count, w, &mut ok);
+        sat_mul(&mut self.mispreds, w, &mut ok);
+        ok
+    }
+}
+
+/// A branch known without its fall-through (pre-aggregated `B` records), in file offsets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BranchRow {
+    /// The branch's source (`0`: outside the binary).
+    pub from: u64,
+    /// The branch's target (`0`: outside the binary).
+    pub to: u64,
+    /// Times taken.
+    pub count: u64,
+    /// Times mispredicted.
+    pub mispreds: u64,
+}
+
+impl Row for BranchRow {
+    const KIND: SectionKind = SectionKind::Branches;
+    fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.from, self.to).cmp(&(o.from, o.to))
+    }
+    fn leading_key(&self) -> [u64; 2] {
+        [self.from, self.to]
+    }
+    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
+        write_uleb128(out, self.from.wrapping_sub(prev.from));
+        if self.from == prev.from {
+            write_uleb128(out, self.to.wrapping_sub(prev.to));
+        } else {
+            write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
+        }
+        write_uleb128(out, self.count);
+        write_uleb128(out, self.mispreds);
+    }
+    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let from = prev.from.wrapping_add(r.uleb128()?);
+        let to = if from == prev.from {
+            prev.to.wrapping_add(r.uleb128()?)
+        } else {
+            from.wrapping_add(unzigzag(r.uleb128()?))
+        };
+        Ok(BranchRow {
+            from,
+            to,
+            count: r.uleb128()?,
+            mispreds: r.uleb128()?,
+        })
+    }
+    fn add_counts(&mut self, o: &Self) -> bool {
+        let mut ok = true;
+        sat_add(&mut self.count, o.count, &mut ok);
+        sat_add(&mut self.mispreds, o.mispreds, &mut ok);
+        ok
+    }
+    fn scale_counts(&mut self, w: u64) -> bool {
+        let mut ok = true;
+        sat_mul(&mut self.count, w, &mut ok);
+        sat_mul(&mut self.mispreds, w, &mut ok);
+        ok
+    }
+}
+
+/// IP samples of one event at one file offset (basic, non-LBR profiles).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct IpRow {
+    /// Index into the binary's event names.
+    pub event: u32,
+    /// The sampled instruction's file offset.
+    pub ip: u64,
+    /// Samples.
+    pub count: u64,
+}
+
+impl Row for IpRow {
+    const KIND: SectionKind = SectionKind::Ips;
+    fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.event, self.ip).cmp(&(o.event, o.ip))
+    }
+    fn leading_key(&self) -> [u64; 2] {
+        [u64::from(self.event), self.ip]
+    }
+    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
+        write_uleb128(out, u64::from(self.event.wrapping_sub(prev.event)));
+        let base = if self.event == prev.event { prev.ip } else { 0 };
+        write_uleb128(out, self.ip.wrapping_sub(base));
+        write_uleb128(out, self.count);
+    }
+    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let event = prev.event.wrapping_add(r.uleb128()? as u32);
+        let base = if event == prev.event { prev.ip } else { 0 };
+        Ok(IpRow {
+            event,
+            ip: base.wrapping_add(r.uleb128()?),
+            count: r.uleb128()?,
+        })
+    }
+    fn add_counts(&mut self, o: &Self) -> bool {
+        let mut ok = true;
+        sat_add(&mut self.count, o.count, &mut ok);
+        ok
+    }
+    fn scale_counts(&mut self, w: u64) -> bool {
+        let mut ok = true;
+        sat_mul(&mut self.count, w, &mut ok);
+        ok
+    }
+}
+
+/// Memory samples: an instruction and the data address it touched, as perf2bolt reads them
+/// (see `docs/store.md` for which address space each is in).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MemRow {
+    /// The sampled instruction.
+    pub pc: u64,
+    /// The data address.
+    pub addr: u64,
+    /// Samples.
+    pub count: u64,
+}
+
+impl Row for MemRow {
+    const KIND: SectionKind = SectionKind::Mem;
+    fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.pc, self.addr).cmp(&(o.pc, o.addr))
+    }
+    fn leading_key(&self) -> [u64; 2] {
+        [self.pc, self.addr]
+    }
+    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
+        write_uleb128(out, self.pc.wrapping_sub(prev.pc));
+        let base = if self.pc == prev.pc { prev.addr } else { 0 };
+        write_uleb128(out, self.addr.wrapping_sub(base));
+        write_uleb128(out, self.count);
+    }
+    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let pc = prev.pc.wrapping_add(r.uleb128()?);
+        let base = if pc == prev.pc { prev.addr } else { 0 };
+        Ok(MemRow {
+            pc,
+            addr: base.wrapping_add(r.uleb128()?),
+            count: r.uleb128()?,
+        })
+    }
+    fn add_counts(&mut self, o: &Self) -> bool {
+        let mut ok = true;
+        sat_add(&mut self.count, o.count, &mut ok);
+        ok
+    }
+    fn scale_counts(&mut self, w: u64) -> bool {
+        let mut ok = true;
+        sat_mul(&mut self.count, w, &mut ok);
+        ok
+    }
+}
+
+/// A branch source known to be a return (pre-aggregated `R` records); a set, no count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ReturnRow {
+    /// The return instruction's file offset.
+    pub addr: u64,
+}
+
+impl Row for ReturnRow {
+    const KIND: SectionKind = SectionKind::Returns;
+    fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.addr.cmp(&o.addr)
+    }
+    fn leading_key(&self) -> [u64; 2] {
+        [self.addr, 0]
+    }
+    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
+        write_uleb128(out, self.addr.wrapping_sub(prev.addr));
+    }
+    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        Ok(ReturnRow {
+            addr: prev.addr.wrapping_add(r.uleb128()?),
+        })
+    }
+    fn add_counts(&mut self, _: &Self) -> bool {
+        true
+    }
+    fn scale_counts(&mut self, _: u64) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bytes::Endian;
+
+    fn round_trip<R: Row>(rows: &[R]) {
+        let mut out = Vec::new();
+        let mut prev = R::default();
+        for r in rows {
+            r.encode(&prev, &mut out);
+            prev = *r;
+        }
+        let mut reader = Reader::new(&out, Endian::Little);
+        let mut prev = R::default();
+        for r in rows {
+            let got = R::decode(&prev, &mut reader).unwrap();
+            assert_eq!(&got, r);
+            prev = got;
+        }
+        assert!(reader.is_empty());
+    }
+
+    #[test]
+    fn extreme_values_round_trip() {
+        let m = u64::MAX;
+        let mut traces = vec![
+            TraceRow {
+                branch: 0,
+                from: 0,
+                to: m,
+                count: 1,
+                mispreds: 0,
+            },
+            TraceRow {
+                branch: 0,
+                from: 5,
+                to: 0,
+                count: m,
+                mispreds: m,
+            },
+            TraceRow {
+                branch: 7,
+                from: 1 << 63,
+                to: 0,
+                count: 3,
+                mispreds: 1,
+            },
+            TraceRow {
+                branch: m,
+                from: m,
+                to: m,
+                count: 0,
+                mispreds: 0,
+            },
+        ];
+        traces.sort_by(|a, b| a.key_cmp(b));
+        round_trip(&traces);
+        round_trip(&[
+            IpRow {
+                event: 0,
+                ip: m,
+                count: 1,
+            },
+            IpRow {
+                event: u32::MAX,
+                ip: 0,
+                count: m,
+            },
+        ]);
+        round_trip(&[
+            MemRow {
+                pc: 1,
+                addr: m,
+                count: 2,
+            },
+            MemRow {
+                pc: 1,
+                addr: m,
+                count: 2,
+            },
+        ]);
+        round_trip(&[BranchRow {
+            from: 0,
+            to: m,
+            count: 1,
+            mispreds: 1,
+        }]);
+        round_trip(&[ReturnRow { addr: 4 }, ReturnRow { addr: m }]);
+    }
+
+    #[test]
+    fn zigzag_is_a_bijection_at_the_edges() {
+        for v in [0u64, 1, 2, u64::MAX, u64::MAX - 1, 1 << 63, (1 << 63) - 1] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+    }
+}

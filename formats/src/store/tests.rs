@@ -1,0 +1,237 @@
+//! Round trips and corruption of whole stores.
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// A store's content, as plain vectors.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Content {
+    meta: StoreMeta,
+    binaries: Vec<(BinaryMeta, Vec<TraceRow>, Vec<IpRow>, Vec<MemRow>)>,
+}
+
+fn write(c: &Content) -> Vec<u8> {
+    let mut w = StoreWriter::new(Vec::new()).unwrap();
+    w.meta(&c.meta).unwrap();
+    for (meta, traces, ips, mem) in &c.binaries {
+        let b = w.binary(meta).unwrap();
+        let mut t = w.table::<TraceRow>(b).unwrap();
+        traces.iter().try_for_each(|r| t.push(r)).unwrap();
+        t.finish().unwrap();
+        let mut t = w.table::<IpRow>(b).unwrap();
+        ips.iter().try_for_each(|r| t.push(r)).unwrap();
+        t.finish().unwrap();
+        let mut t = w.table::<MemRow>(b).unwrap();
+        mem.iter().try_for_each(|r| t.push(r)).unwrap();
+        t.finish().unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn read(bytes: &[u8]) -> Result<Content, StoreError> {
+    let store = Store::parse(bytes)?;
+    let mut c = Content {
+        meta: store.meta().clone(),
+        ..Default::default()
+    };
+    for (i, (meta, _)) in store.binaries().iter().enumerate() {
+        c.binaries.push((
+            meta.clone(),
+            store.rows::<TraceRow>(i).collect::<Result<_, _>>()?,
+            store.rows::<IpRow>(i).collect::<Result<_, _>>()?,
+            store.rows::<MemRow>(i).collect::<Result<_, _>>()?,
+        ));
+    }
+    Ok(c)
+}
+
+fn sorted_unique<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn content() -> impl Strategy<Value = Content> {
+    let trace = (
+        0u64..5000,
+        0u64..5000,
+        prop_oneof![Just(u64::MAX), 0u64..6000],
+        1u64..1000,
+        0u64..3,
+    )
+        .prop_map(|(branch, from, to, count, mispreds)| TraceRow {
+            branch,
+            from,
+            to,
+            count,
+            mispreds,
+        });
+    let binary = (
+        proptest::collection::vec(any::<u8>(), 0..3),
+        "[a-z]{1,6}",
+        proptest::collection::vec(trace, 0..9000),
+        proptest::collection::vec((0u32..2, any::<u64>(), 1u64..9), 0..50),
+        proptest::collection::vec((any::<u64>(), any::<u64>(), 1u64..9), 0..20),
+    )
+        .prop_map(|(build_id, name, traces, ips, mem)| {
+            let mut traces = traces;
+            traces.sort_by(|a, b| a.key_cmp(b));
+            traces.dedup_by(|a, b| a.key_cmp(b).is_eq());
+            let ips: Vec<IpRow> = sorted_unique(ips)
+                .into_iter()
+                .map(|(event, ip, count)| IpRow { event, ip, count })
+                .collect::<Vec<_>>();
+            let mut ips = ips;
+            ips.dedup_by(|a, b| a.key_cmp(b).is_eq());
+            let mut mem: Vec<MemRow> = sorted_unique(mem)
+                .into_iter()
+                .map(|(pc, addr, count)| MemRow { pc, addr, count })
+                .collect();
+            mem.dedup_by(|a, b| a.key_cmp(b).is_eq());
+            let meta = BinaryMeta {
+                build_id,
+                name: name.into_bytes(),
+                events: vec!["cycles:u".into(), "mem-loads".into()],
+                samples: 7,
+                processes: 2,
+            };
+            (meta, traces, ips, mem)
+        });
+    (
+        0u64..10,
+        proptest::collection::vec("[a-z]{1,4}", 0..3),
+        proptest::collection::vec(binary, 0..3),
+    )
+        .prop_map(|(captures, hosts, binaries)| {
+            let mut binaries = binaries;
+            binaries.sort_by(|a, b| a.0.identity_cmp(&b.0));
+            binaries.dedup_by(|a, b| a.0.identity_cmp(&b.0).is_eq());
+            Content {
+                meta: StoreMeta {
+                    captures,
+                    hosts: sorted_unique(hosts),
+                },
+                binaries,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn stores_round_trip(c in content()) {
+        let bytes = write(&c);
+        prop_assert_eq!(read(&bytes).unwrap(), c.clone());
+        // The bytes are a function of the content alone.
+        prop_assert_eq!(write(&read(&bytes).unwrap()), bytes);
+    }
+
+    #[test]
+    fn a_flipped_bit_anywhere_is_an_error(c in content(), at in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let mut bytes = write(&c);
+        let i = at.index(bytes.len());
+        bytes[i] ^= 1 << bit;
+        prop_assert!(read(&bytes).is_err(), "flipping bit {} of byte {} went unnoticed", bit, i);
+    }
+
+    #[test]
+    fn a_truncated_store_is_an_error(c in content(), at in any::<prop::sample::Index>()) {
+        let bytes = write(&c);
+        let cut = at.index(bytes.len());
+        prop_assert!(read(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
+fn errors_say_where() {
+    let c = Content {
+        meta: StoreMeta::default(),
+        binaries: vec![(
+            BinaryMeta {
+                name: b"app".to_vec(),
+                ..Default::default()
+            },
+            (0..10_000)
+                .map(|i| TraceRow {
+                    branch: i,
+                    from: i + 1,
+                    to: i + 2,
+                    count: 1,
+                    mispreds: 0,
+                })
+                .collect(),
+            Vec::new(),
+            Vec::new(),
+        )],
+    };
+    let mut bytes = write(&c);
+    let store = Store::parse(&bytes).unwrap();
+    let second = store.binaries()[0].1.blocks(SectionKind::Traces)[1];
+    bytes[second.offset as usize + 3] ^= 4;
+    let e = read(&bytes).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "byte offset {} (traces block 1 of binary 0): checksum mismatch (the file is corrupt)",
+            second.offset
+        )
+    );
+    let mut newer = write(&c);
+    newer[8] = 2;
+    assert_eq!(
+        read(&newer).unwrap_err().to_string(),
+        "byte offset 8: store format version 2 was written by a newer profmill; this one reads version 1"
+    );
+    assert_eq!(
+        read(b"PERFILE2 and more than sixty-four bytes of something that is not a store")
+            .unwrap_err()
+            .kind,
+        StoreErrorKind::NotAStore
+    );
+}
+
+#[test]
+fn unsorted_rows_and_binaries_are_refused_by_the_writer() {
+    let mut w = StoreWriter::new(Vec::new()).unwrap();
+    let b = w
+        .binary(&BinaryMeta {
+            name: b"b".to_vec(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(w
+        .binary(&BinaryMeta {
+            name: b"a".to_vec(),
+            ..Default::default()
+        })
+        .is_err());
+    let mut t = w.table::<TraceRow>(b).unwrap();
+    let row = TraceRow {
+        branch: 5,
+        ..Default::default()
+    };
+    t.push(&row).unwrap();
+    assert!(t.push(&row).is_err());
+}
+
+#[test]
+fn unknown_sections_are_skipped() {
+    // A store whose table of contents lists a section of a kind this version does not know.
+    let mut w = StoreWriter::new(Vec::new()).unwrap();
+    w.meta(&StoreMeta {
+        captures: 3,
+        hosts: vec!["h".into()],
+    })
+    .unwrap();
+    let mut bytes = w.finish().unwrap();
+    // The meta section's TOC entry is the first; give it an unknown kind and fix the checksum.
+    let trailer_at = bytes.len() - 32;
+    let toc_at = u64::from_le_bytes(bytes[trailer_at..trailer_at + 8].try_into().unwrap()) as usize;
+    bytes[toc_at..toc_at + 4].copy_from_slice(&99u32.to_le_bytes());
+    let sum = checksum(&bytes[toc_at..trailer_at]);
+    bytes[trailer_at + 16..trailer_at + 24].copy_from_slice(&sum.to_le_bytes());
+    let store = Store::parse(&bytes).unwrap();
+    assert_eq!(store.meta(), &StoreMeta::default());
+}
