@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use engine::aggregate::{aggregate, Request};
-use engine::binary::BinaryInfo;
-use engine::capture::Input;
-use engine::mapping::Rules;
-use engine::table::{Counts, Trace, TraceTable};
+use engine::perf::aggregate::{aggregate, Request};
+use engine::perf::binary::BinaryInfo;
+use engine::perf::capture::Input;
+use engine::perf::mapping::Rules;
+use engine::perf::table::{Counts, Trace, TraceTable};
 
 fn capture(dir: &Path, mib: u64) -> (std::path::PathBuf, std::path::PathBuf) {
     let binary = dir.join("bench-binary");
@@ -58,7 +58,7 @@ fn aggregate_capture(c: &mut Criterion) {
             &request,
             |b, req| {
                 b.iter(|| {
-                    aggregate(&input, req, &indicatif::ProgressBar::hidden())
+                    aggregate(&input, req, &engine::io::progress::NoProgress)
                         .unwrap()
                         .profiles
                         .len()

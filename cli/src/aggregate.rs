@@ -3,13 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use engine::aggregate::{aggregate, Aggregation, BinaryProfile, Request};
-use engine::binary::BinaryInfo;
 use engine::bolt::functions::Functions;
-use engine::bolt::symbolize;
-use engine::capture::Input;
-use engine::mapping::Rules;
-use engine::output::{write_atomically, write_preagg, write_preagg_legacy};
+use engine::bolt::loaded::LoadedBinary;
+use engine::bolt::preagg_legacy::write_preagg_legacy;
+use engine::io::output::write_atomically;
+use engine::perf::aggregate::{aggregate, Aggregation, BinaryProfile, Request};
+use engine::perf::binary::BinaryInfo;
+use engine::perf::capture::Input;
+use engine::perf::mapping::Rules;
+use engine::perf::preagg::write_preagg;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -83,7 +85,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         trace_order: Default::default(),
     };
     let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
-    let bar = engine::progress::bytes_bar(total, "reading");
+    let bar = crate::progress::Bar::bytes(total, "reading");
     let result = aggregate(&input, &request, &bar)?;
     let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
     if args.format == Format::PreaggLegacy && result.basic {
@@ -130,75 +132,32 @@ pub fn write_fdata(
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let loaded = LoadedBinary::load(binary).map_err(|e| -> Box<dyn std::error::Error> { e })?;
-    write_fdata_of(&loaded, profile, basic, path)
+    write_fdata_of(&LoadedBinary::load(binary)?, profile, basic, path)
 }
 
-/// A binary's bytes and the functions BOLT would find in it.
-pub struct LoadedBinary {
-    path: PathBuf,
-    data: Vec<u8>,
-    functions: Functions,
-    /// Seconds the loading took.
-    seconds: f64,
-}
-
-impl LoadedBinary {
-    pub fn load(binary: &Path) -> Result<LoadedBinary, Box<dyn std::error::Error + Send + Sync>> {
-        let started = Instant::now();
-        let data = std::fs::read(binary).map_err(engine::error::io_error(binary))?;
-        let functions = Functions::from_elf(binary, &data)?;
-        Ok(LoadedBinary {
-            path: binary.to_path_buf(),
-            data,
-            functions,
-            seconds: started.elapsed().as_secs_f64(),
-        })
-    }
-}
-
-/// [`write_fdata`] for a binary already loaded.
+/// [`write_fdata`] for a binary already loaded, with perf2bolt's diagnostics on stderr.
 pub fn write_fdata_of(
     loaded: &LoadedBinary,
     profile: &BinaryProfile,
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let started = Instant::now();
-    let (binary, data, functions) = (&loaded.path, &loaded.data, &loaded.functions);
-    let fdata = symbolize(profile, functions, basic);
-    // perf2bolt writes memory lines after the branch lines, and only in branch mode.
-    let mem = if basic || profile.mem.is_empty() {
-        Vec::new()
-    } else {
-        let objects = engine::bolt::memory::DataObjects::from_elf(data, functions);
-        engine::bolt::memory::symbolize(&profile.mem, functions, &objects)
-    };
-    let symbolized = started.elapsed().as_secs_f64();
-    write_atomically(path, |out| {
-        fdata.write(out)?;
-        engine::bolt::memory::write(&mem, out)
-    })?;
+    let report = engine::bolt::loaded::write_fdata(loaded, profile, basic, path)?;
+    let binary = loaded.path().display();
     eprintln!(
-        "profmill: {}: functions {:.2} s, symbolized {symbolized:.2} s, written {:.2} s",
-        binary.display(),
-        loaded.seconds,
-        started.elapsed().as_secs_f64() - symbolized
+        "profmill: {binary}: functions {:.2} s, symbolized {:.2} s, written {:.2} s",
+        report.load_seconds, report.symbolize_seconds, report.write_seconds
     );
-    let s = fdata.stats;
+    let s = report.traces;
     if basic {
         eprintln!(
-            "profmill: {}: {} samples outside every function",
-            binary.display(),
-            fdata.out_of_range_samples
+            "profmill: {binary}: {} samples outside every function",
+            report.out_of_range_samples
         );
     } else {
         eprintln!(
-            "profmill: {}: fall-through ranges: {} invalid, {} out of range, of {}",
-            binary.display(),
-            s.invalid,
-            s.out_of_range,
-            s.traces
+            "profmill: {binary}: fall-through ranges: {} invalid, {} out of range, of {}",
+            s.invalid, s.out_of_range, s.traces
         );
     }
     Ok(())

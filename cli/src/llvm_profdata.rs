@@ -11,7 +11,7 @@ use engine::instrprof::name_filter::NameFilter;
 use engine::instrprof::remap::Remapper;
 use engine::instrprof::temporal::TemporalLimits;
 use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
-use engine::output::write_atomically;
+use engine::io::output::write_atomically;
 
 #[derive(clap::Args)]
 #[command(disable_help_flag = true)]

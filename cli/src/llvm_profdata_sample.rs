@@ -23,7 +23,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use engine::output::write_atomically;
+use engine::io::output::write_atomically;
 use engine::sampleprof::{self as sp, show, transform, Input, MergeOptions, OutputFormat};
 
 use crate::llvm_profdata::{collect_weighted_inputs, Stdin};

@@ -6,6 +6,7 @@ mod llvm_profdata;
 mod llvm_profdata_sample;
 mod merge_fdata;
 mod perf2bolt;
+mod progress;
 mod sampleprof;
 mod script;
 

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use engine::fdata_merge::{expand_inputs, merge, Merged, Sources};
+use engine::bolt::fdata_merge::{expand_inputs, merge, Merged, Sources};
 
 /// The raw arguments after `profmill merge-fdata`; parsed by [`parse`], not by clap.
 #[derive(clap::Args)]
@@ -184,7 +184,7 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
     let merged = merge(&sources)?;
     match options.output.as_deref() {
         Some(path) if path.as_os_str() != "-" => {
-            engine::output::write_atomically(path, |w| merged.write(w))?
+            engine::io::output::write_atomically(path, |w| merged.write(w))?
         }
         _ => write_stdout(&merged)?,
     }

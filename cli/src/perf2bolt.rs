@@ -5,10 +5,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use engine::aggregate::{aggregate, Request};
-use engine::binary::BinaryInfo;
-use engine::capture::Input;
-use engine::mapping::Rules;
+use engine::perf::aggregate::{aggregate, Request};
+use engine::perf::binary::BinaryInfo;
+use engine::perf::capture::Input;
+use engine::perf::mapping::Rules;
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Options {
@@ -106,7 +106,7 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     let o = parse(args)?;
     // The binary's functions are found while the profile is read: neither needs the other.
     let (binary, profile) = std::thread::scope(|scope| {
-        let binary = scope.spawn(|| crate::aggregate::LoadedBinary::load(&o.binary));
+        let binary = scope.spawn(|| engine::bolt::loaded::LoadedBinary::load(&o.binary));
         let profile = if o.pre_aggregated {
             std::fs::read(&o.input)
                 .map_err(engine::error::io_error(&o.input))
@@ -124,7 +124,7 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
         (binary, profile)
     });
     let profile = profile?;
-    let binary = binary.map_err(|e| -> Box<dyn std::error::Error> { e })?;
+    let binary = binary?;
     crate::aggregate::write_fdata_of(&binary, &profile, o.basic, &o.output)?;
     eprintln!("profmill: wrote {}", o.output.display());
     Ok(())
@@ -132,7 +132,7 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
 
 fn read_capture(
     o: &Options,
-) -> Result<engine::aggregate::BinaryProfile, Box<dyn std::error::Error>> {
+) -> Result<engine::perf::aggregate::BinaryProfile, Box<dyn std::error::Error>> {
     let request = Request {
         binaries: vec![BinaryInfo::load(&o.binary)?],
         basic: o.basic,
@@ -142,7 +142,7 @@ fn read_capture(
         threads: crate::default_threads(None),
         stream: false,
         // Symbolization walks traces by their start.
-        trace_order: engine::aggregate::TraceOrder::ByStart,
+        trace_order: engine::perf::aggregate::TraceOrder::ByStart,
     };
     let input = if o.input == Path::new("-") {
         Input::Stdin
@@ -150,13 +150,13 @@ fn read_capture(
         Input::File(o.input.clone())
     };
     let bar =
-        engine::progress::bytes_bar(std::fs::metadata(&o.input).ok().map(|m| m.len()), "reading");
+        crate::progress::Bar::bytes(std::fs::metadata(&o.input).ok().map(|m| m.len()), "reading");
     let mut result = aggregate(&input, &request, &bar)?;
     if result.basic && !o.basic {
         eprintln!(
             "profmill: warning: the samples have no branch stacks; use --ba for a basic profile"
         );
-        return Ok(engine::aggregate::BinaryProfile::default());
+        return Ok(engine::perf::aggregate::BinaryProfile::default());
     }
     Ok(result.profiles.swap_remove(0))
 }

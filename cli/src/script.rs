@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use engine::capture::{read_capture, Input, ReadOptions, Sink};
+use engine::perf::capture::{read_capture, Input, ReadOptions, Sink};
 use formats::perf::script::{write_sample, Fields};
 use formats::perf::Sample;
 
@@ -46,7 +46,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         render_mmap_events: args.show_mmap_events,
         ..Default::default()
     };
-    let bar = indicatif::ProgressBar::hidden();
+    let bar = engine::io::progress::NoProgress;
     let (side, sinks) = read_capture(
         &input,
         options,

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use engine::aggregate::Tables;
-use engine::capture::{read_capture, Input, ReadOptions};
+use engine::perf::aggregate::Tables;
+use engine::perf::capture::{read_capture, Input, ReadOptions};
 
 fn shared(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,7 +13,7 @@ fn shared(name: &str) -> PathBuf {
 }
 
 fn read(path: &Path) -> Result<u64, String> {
-    let bar = indicatif::ProgressBar::hidden();
+    let bar = engine::io::progress::NoProgress;
     let options = ReadOptions {
         threads: 2,
         ..Default::default()

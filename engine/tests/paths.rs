@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use engine::aggregate::{aggregate, Request};
-use engine::binary::BinaryInfo;
-use engine::capture::Input;
-use engine::mapping::Rules;
+use engine::perf::aggregate::{aggregate, Request};
+use engine::perf::binary::BinaryInfo;
+use engine::perf::capture::Input;
+use engine::perf::mapping::Rules;
 
 fn shared(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,7 +19,7 @@ fn profiles(
     binary: &Path,
     basic: bool,
     stream: bool,
-) -> Vec<engine::aggregate::BinaryProfile> {
+) -> Vec<engine::perf::aggregate::BinaryProfile> {
     let request = Request {
         binaries: vec![BinaryInfo::load(binary).unwrap()],
         basic,
@@ -33,7 +33,7 @@ fn profiles(
     aggregate(
         &Input::File(capture.to_path_buf()),
         &request,
-        &indicatif::ProgressBar::hidden(),
+        &engine::io::progress::NoProgress,
     )
     .unwrap()
     .profiles

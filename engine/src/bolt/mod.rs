@@ -12,9 +12,12 @@
 
 pub mod cfg;
 pub mod eh;
+pub mod fdata_merge;
 pub mod functions;
 pub mod indirect;
+pub mod loaded;
 pub mod memory;
+pub mod preagg_legacy;
 
 use std::io::Write;
 
@@ -25,7 +28,7 @@ use formats::bolt::preagg::BR_ONLY;
 use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use rayon::prelude::*;
 
-use crate::aggregate::BinaryProfile;
+use crate::perf::aggregate::BinaryProfile;
 
 /// BOLT's trace sentinels: a fall-through with no known branch (`F`), entered from outside the
 /// function (`f`), or after a return from outside (`r`). `FT_ONLY` equals `BR_ONLY`.
@@ -110,7 +113,7 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
     let returns = find_returns(profile, functions);
     // In address order, consecutive traces share their function and its CFG, which then stay
     // in cache: hash order costs a cache miss per lookup.
-    let by_start = |t: &((u64, u64, u64), crate::table::Counts)| t.0 .1;
+    let by_start = |t: &((u64, u64, u64), crate::perf::table::Counts)| t.0 .1;
     let traces: std::borrow::Cow<[_]> = if profile.traces.is_sorted_by_key(by_start) {
         std::borrow::Cow::Borrowed(&profile.traces)
     } else {
@@ -227,7 +230,7 @@ impl ChunkWalk<'_> {
         &mut self,
         bodies: &HashMap<u32, Body>,
         returns: &HashSet<u64>,
-        traces: &[((u64, u64, u64), crate::table::Counts)],
+        traces: &[((u64, u64, u64), crate::perf::table::Counts)],
     ) {
         let mut steps = Vec::new();
         for &((branch, from, to), c) in traces {
@@ -367,7 +370,7 @@ impl Fdata<'_> {
             same
         });
         let out = w.into_inner();
-        crate::output::write_formatted(out, &lines, |chunk, text| {
+        crate::io::output::write_formatted(out, &lines, |chunk, text| {
             format_branches(&names, chunk, text)
         })
     }
@@ -549,7 +552,7 @@ fn fall_throughs(
 pub fn profile_from_preagg(
     data: &[u8],
 ) -> Result<BinaryProfile, formats::bolt::preagg::ParseError> {
-    use crate::table::Counts;
+    use crate::perf::table::Counts;
     use formats::bolt::preagg::{parse, Record};
     let mut traces: HashMap<(u64, u64, u64), Counts> = HashMap::new();
     let mut ips: HashMap<u64, u64> = HashMap::new();

@@ -26,6 +26,8 @@ use formats::instrprof::{
 };
 
 use remap::Remapper;
+
+use crate::io::InputBytes;
 pub use writer::{MergeWarning, ProfileWriter, RecordParts, MAX_COUNT};
 
 /// One input file and its weight.
@@ -37,10 +39,15 @@ pub struct WeightedInput {
 
 /// Why an input could not be (fully) merged: the entries llvm-profdata collects per context.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum InputError {
+    /// The input could not be read.
     Io(std::io::Error),
+    /// The input is malformed.
     Format(FormatError),
+    /// No reader recognizes the input.
     UnrecognizedFormat,
+    /// The input's profile kind cannot be merged with the others' (LLVM's message).
     KindConflict(&'static str),
 }
 
@@ -56,6 +63,38 @@ impl std::fmt::Display for InputError {
         }
     }
 }
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::Io(e) => Some(e),
+            InputError::Format(e) => Some(e),
+            InputError::UnrecognizedFormat | InputError::KindConflict(_) => None,
+        }
+    }
+}
+
+/// Why a merge failed as a whole (failures of single inputs are [`InputError`]s in the
+/// [`MergeOutcome`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MergeError {
+    /// Two writer contexts hold profiles of kinds that cannot be merged (fatal in LLVM too).
+    KindConflict(&'static str),
+    /// A merging thread panicked.
+    Panicked,
+}
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MergeError::KindConflict(m) => f.write_str(m),
+            MergeError::Panicked => f.write_str("the merging thread panicked"),
+        }
+    }
+}
+
+impl std::error::Error for MergeError {}
 
 /// `--failure-mode`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -219,24 +258,6 @@ impl Decoded {
     }
 }
 
-/// An input's bytes: mapped when large (no copy), read when small (no mapping cost).
-enum InputBytes {
-    Mapped(memmap2::Mmap),
-    Read(Vec<u8>),
-}
-
-impl std::ops::Deref for InputBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            InputBytes::Mapped(m) => m,
-            InputBytes::Read(v) => v,
-        }
-    }
-}
-
-const MAP_AT_LEAST: u64 = 256 << 10;
-
 /// The input name of standard input.
 pub const STDIN: &str = "-";
 
@@ -248,16 +269,7 @@ fn load(path: &Path) -> std::io::Result<InputBytes> {
         std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
         return Ok(InputBytes::Read(Vec::new()));
     }
-    let file = std::fs::File::open(path)?;
-    if file.metadata()?.len() < MAP_AT_LEAST {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut &file, &mut data)?;
-        return Ok(InputBytes::Read(data));
-    }
-    // SAFETY: the mapping is read-only and private; as with every mmap reader, another process
-    // truncating the profile while we read it is undefined (llvm-profdata maps inputs too).
-    let map = unsafe { memmap2::Mmap::map(&file) }?;
-    Ok(InputBytes::Mapped(map))
+    InputBytes::open(path)
 }
 
 /// Decodes one input the way `loadInput` consumes a reader.
@@ -711,15 +723,14 @@ pub fn llvm_thread_count(requested: usize, n: usize) -> usize {
 
 /// Merges `inputs` like `llvm-profdata merge`. A kind conflict between LLVM's writer contexts is
 /// fatal in LLVM too (`Err`).
-pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOutcome, String> {
+pub fn merge(inputs: &[WeightedInput], options: &MergeOptions) -> Result<MergeOutcome, MergeError> {
     let threads = llvm_thread_count(options.llvm_threads, inputs.len());
     let num_contexts = if threads <= 1 { 1 } else { threads };
     let cache = NameTableCache::new();
     let contexts = if num_contexts >= rayon::current_num_threads() {
         merge_per_context(inputs, options, num_contexts, &cache)
     } else {
-        merge_pipelined(inputs, options, num_contexts, &cache)
-            .map_err(|_| "the merging thread panicked".to_string())?
+        merge_pipelined(inputs, options, num_contexts, &cache).map_err(|_| MergeError::Panicked)?
     };
     let merged = reduce_contexts(contexts)?;
     let num_errors = merged.errors.len();
@@ -799,7 +810,7 @@ fn merge_pipelined(
 
 /// The tree reduction of `mergeInstrProfile`: context i absorbs context i + mid, the odd one out
 /// goes into context 0, halving until one is left.
-fn reduce_contexts(mut contexts: Vec<Context>) -> Result<Context, String> {
+fn reduce_contexts(mut contexts: Vec<Context>) -> Result<Context, MergeError> {
     let mut end = contexts.len();
     let mut mid = end / 2;
     while mid > 0 {
@@ -810,17 +821,19 @@ fn reduce_contexts(mut contexts: Vec<Context>) -> Result<Context, String> {
         let mut merged = pairs
             .into_par_iter()
             .map(|(mut a, b)| a.absorb(b).map(|_| a))
-            .collect::<Result<Vec<Context>, &'static str>>()?;
+            .collect::<Result<Vec<Context>, &'static str>>()
+            .map_err(MergeError::KindConflict)?;
         if end & 1 == 1 {
             if let Some(odd) = leftover {
-                merged[0].absorb(odd)?;
+                merged[0].absorb(odd).map_err(MergeError::KindConflict)?;
             }
         }
         contexts = merged;
         end = mid;
         mid /= 2;
     }
-    contexts
+    // There is always at least one context; an empty list would merge nothing.
+    Ok(contexts
         .pop()
-        .ok_or_else(|| "no writer context".to_string())
+        .unwrap_or_else(|| Context::with_limits(Default::default())))
 }

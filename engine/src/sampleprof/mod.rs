@@ -12,7 +12,8 @@ use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::gcov_v4;
 use formats::sampleprof::{self as sp, text, Context, Profile};
 
-use crate::output::write_atomically;
+use crate::io::output::write_atomically;
+pub use crate::io::InputBytes;
 
 pub mod fast;
 pub mod hash_order;
@@ -20,18 +21,33 @@ pub mod overlap;
 pub mod show;
 pub mod transform;
 
+/// A failure of the sample-profile domain (see [`crate::error`] for the convention).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// Decoding `path` failed; the message reads like llvm-profdata's.
-    Format { path: PathBuf, source: sp::Error },
-    Io {
+    Format {
+        /// The profile.
         path: PathBuf,
+        /// What the reader expected, and where.
+        source: sp::Error,
+    },
+    /// Opening, reading or writing `path` failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// Inputs that cannot be merged (context-sensitive with flat, probe with line-based).
     Incompatible(String),
     /// The profile cannot be written in the requested format.
-    Write { path: PathBuf, source: sp::Error },
+    Write {
+        /// The output.
+        path: PathBuf,
+        /// Why the writer refused.
+        source: sp::Error,
+    },
 }
 
 impl fmt::Display for Error {
@@ -47,8 +63,17 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Format { source, .. } | Error::Write { source, .. } => Some(source),
+            Error::Io { source, .. } => Some(source),
+            Error::Incompatible(_) => None,
+        }
+    }
+}
 
+/// The sample-profile domain's result.
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Reads a sample profile, with the order LLVM's reader lists its functions in (its hash
@@ -291,35 +316,9 @@ pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> 
     }
 }
 
-/// An input file's bytes: read when small, mapped when large (the fast path parses it in
-/// place, so mapping saves a copy of the whole file).
-pub enum InputBytes {
-    Read(Vec<u8>),
-    Mapped(memmap2::Mmap),
-}
-
-impl std::ops::Deref for InputBytes {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            InputBytes::Read(v) => v,
-            InputBytes::Mapped(m) => m,
-        }
-    }
-}
-
+/// An input file's bytes (the fast path parses them in place, so a large file is mapped).
 pub fn load(path: &Path) -> std::io::Result<InputBytes> {
-    let file = std::fs::File::open(path)?;
-    if file.metadata()?.len() < (4 << 20) {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut &file, &mut data)?;
-        return Ok(InputBytes::Read(data));
-    }
-    // SAFETY: the mapping is read-only and private; as with every mmap reader, another process
-    // truncating the profile while we read it is undefined (llvm-profdata maps inputs too).
-    let map = unsafe { memmap2::Mmap::map(&file) }?;
-    Ok(InputBytes::Mapped(map))
+    InputBytes::open(path)
 }
 
 /// The conversion of `data` to `format` on the fast path, when both allow it: the output in

@@ -4,12 +4,7 @@
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use formats::bolt::preagg::{PreaggWriter, BR_ONLY};
-
-use crate::aggregate::BinaryProfile;
-use crate::bolt::functions::Functions;
 use crate::error::{io_error, Result};
-use crate::table::Counts;
 
 /// Runs `write` against a buffered temporary file and renames it to `path` if it succeeds. A
 /// symlink is followed, so the file it names is replaced and the link stays. A `path` that is
@@ -116,87 +111,6 @@ pub fn write_formatted<T: Sync>(
         std::mem::swap(&mut formatting, &mut formatted);
     }
     formatted[..ready].iter().try_for_each(|t| out.write_all(t))
-}
-
-/// Writes one binary's profile as BOLT pre-aggregated text.
-pub fn write_preagg(out: &mut dyn Write, p: &BinaryProfile) -> std::io::Result<()> {
-    let mut w = PreaggWriter::new(&mut *out);
-    for e in &p.events {
-        w.event(e)?;
-    }
-    write_formatted(out, &p.ips, |ips, text| {
-        let mut w = PreaggWriter::new(text);
-        ips.iter()
-            .try_for_each(|&(addr, count)| w.sample(addr, count))
-    })?;
-    write_formatted(out, &p.traces, |traces, text| {
-        let mut w = PreaggWriter::new(text);
-        traces
-            .iter()
-            .try_for_each(|&((branch, from, to), c)| w.trace(branch, from, to, c.taken))
-    })?;
-    // `T` has no misprediction field: carry them in zero-count `B` records of the same branch.
-    let mut mispreds: Vec<((u64, u64), u64)> = Vec::new();
-    for &((branch, from, _), c) in &p.traces {
-        if c.mispred == 0 {
-            continue;
-        }
-        match mispreds.last_mut() {
-            Some((k, m)) if *k == (branch, from) => *m += c.mispred,
-            _ => mispreds.push(((branch, from), c.mispred)),
-        }
-    }
-    write_formatted(out, &mispreds, |mispreds, text| {
-        let mut w = PreaggWriter::new(text);
-        mispreds
-            .iter()
-            .try_for_each(|&((branch, from), m)| w.branch(branch, from, 0, m))
-    })
-}
-
-/// Writes one binary's profile in the LLVM ≤ 20 dialect (`B`, `F`, `f`), deriving what LLVM 19's
-/// perf mode derives from each trace: the branch (endpoints outside every function become 0),
-/// and the fall-through when both its ends lie in one function — `F` if the branch came from
-/// that function too, `f` if it came from outside.
-pub fn write_preagg_legacy(
-    out: &mut dyn Write,
-    p: &BinaryProfile,
-    functions: &Functions,
-) -> std::io::Result<()> {
-    use std::collections::BTreeMap;
-    let mut branches: BTreeMap<(u64, u64), Counts> = BTreeMap::new();
-    let mut fall_throughs: BTreeMap<(u64, u64, bool), u64> = BTreeMap::new();
-    let in_function = |a: u64| {
-        if a != BR_ONLY && functions.index_containing(a).is_some() {
-            a
-        } else {
-            0
-        }
-    };
-    for &((branch, from, to), c) in &p.traces {
-        let key = (in_function(branch), in_function(from));
-        if key != (0, 0) {
-            branches.entry(key).or_default().add(c);
-        }
-        if to == BR_ONLY || from == BR_ONLY {
-            continue;
-        }
-        let Some(f) = functions.index_containing(from) else {
-            continue;
-        };
-        if functions.index_containing(to) == Some(f) {
-            let external = functions.index_containing(branch) != Some(f);
-            *fall_throughs.entry((from, to, external)).or_default() += c.taken;
-        }
-    }
-    let mut w = PreaggWriter::new(out);
-    for ((from, to), c) in branches {
-        w.branch(from, to, c.taken, c.mispred)?;
-    }
-    for ((start, end, external), count) in fall_throughs {
-        w.fall_through(external, start, end, count)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

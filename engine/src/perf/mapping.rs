@@ -4,8 +4,8 @@
 
 use hashbrown::HashMap;
 
-use crate::binary::BinaryInfo;
-use crate::capture::{MmapEvent, SideBand, TaskEvent};
+use crate::perf::binary::BinaryInfo;
+use crate::perf::capture::{MmapEvent, SideBand, TaskEvent};
 
 /// Which perf2bolt's rules to follow where they changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -39,7 +39,11 @@ use std::sync::Mutex;
 use formats::bolt::fdata::{Entry, FdataError, FdataReader, Record};
 use rayon::prelude::*;
 
+use crate::io::InputBytes;
+
+/// Why fdata profiles could not be merged (see [`crate::error`] for the convention).
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum MergeError {
     /// A path could not be opened, read or listed.
     Io { path: PathBuf, source: io::Error },
@@ -96,8 +100,17 @@ impl fmt::Display for MergeError {
     }
 }
 
-impl std::error::Error for MergeError {}
+impl std::error::Error for MergeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MergeError::Io { source, .. } => Some(source),
+            MergeError::Parse { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
+/// The fdata merge's result.
 pub type Result<T> = std::result::Result<T, MergeError>;
 
 fn io_error(path: &Path) -> impl FnOnce(io::Error) -> MergeError + '_ {
@@ -164,7 +177,7 @@ enum Contents {
 
 /// One input's bytes while it is being read.
 enum Bytes<'a> {
-    Mapped(memmap2::Mmap),
+    File(InputBytes),
     Borrowed(&'a [u8]),
 }
 
@@ -172,7 +185,7 @@ impl std::ops::Deref for Bytes<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Bytes::Mapped(m) => m,
+            Bytes::File(f) => f,
             Bytes::Borrowed(b) => b,
         }
     }
@@ -199,7 +212,9 @@ impl Sources {
         let (path, contents) = &self.files[index];
         match contents {
             Contents::Read(v) => Ok(Bytes::Borrowed(v)),
-            Contents::File => map_file(path).map_err(io_error(path)),
+            Contents::File => InputBytes::open(path)
+                .map(Bytes::File)
+                .map_err(io_error(path)),
         }
     }
 }
@@ -212,19 +227,6 @@ fn open_contents(path: &Path) -> io::Result<Contents> {
     } else {
         Ok(Contents::Read(std::fs::read(path)?))
     }
-}
-
-fn map_file(path: &Path) -> io::Result<Bytes<'static>> {
-    let file = std::fs::File::open(path)?;
-    if file.metadata()?.len() == 0 {
-        return Ok(Bytes::Borrowed(&[]));
-    }
-    // SAFETY: a read-only private mapping; another process truncating an input while we
-    // read it is undefined, as for every mmap reader (see engine::capture).
-    let map = unsafe { memmap2::Mmap::map(&file) }?;
-    #[cfg(unix)]
-    let _ = map.advise(memmap2::Advice::Sequential);
-    Ok(Bytes::Mapped(map))
 }
 
 /// Summed counts of one key.

@@ -18,6 +18,7 @@ use formats::perf::{
 };
 
 use crate::error::{io_error, Error, Result};
+use crate::io::progress::{NoProgress, Progress};
 
 /// Shards are cut at the first record boundary past this many bytes.
 const SHARD_BYTES: usize = 8 << 20;
@@ -140,7 +141,7 @@ struct Indexed<'a> {
 fn index_file<'a>(
     map: &'a memmap2::Mmap,
     options: ReadOptions,
-    progress: &indicatif::ProgressBar,
+    progress: &dyn Progress,
 ) -> std::result::Result<Option<Indexed<'a>>, PipeError> {
     let split = |walker: &Walker<'_, '_>, data: &[u8]| {
         let wanted = options.threads >= 2 && !options.render_mmap_events;
@@ -153,7 +154,7 @@ fn index_file<'a>(
 fn index_split<'a>(
     map: &'a memmap2::Mmap,
     options: ReadOptions,
-    progress: &indicatif::ProgressBar,
+    progress: &dyn Progress,
     split: impl Fn(&Walker<'_, '_>, &[u8]) -> Option<usize>,
 ) -> std::result::Result<Option<Indexed<'a>>, PipeError> {
     let (tx, _rx) = crossbeam_channel::bounded(1);
@@ -164,17 +165,17 @@ fn index_split<'a>(
         walker.release = Some(map);
         walker
     };
-    progress.set_message("indexing");
+    progress.phase("indexing");
     let mut first = indexer();
     let result = (|| {
         let (start, data) = first.file_header(map)?;
-        progress.set_length(data.len() as u64);
+        progress.set_total(data.len() as u64);
         let resume = match split(&first, data) {
             Some(split) => {
                 let mut second = indexer();
                 second.endian = first.endian;
                 second.events = first.events.clone();
-                let hidden = indicatif::ProgressBar::hidden();
+                let hidden = NoProgress;
                 let (reached, rest) = std::thread::scope(|scope| {
                     let rest = scope.spawn(|| {
                         let end = second.walk_data(data, start, split, None, &hidden);
@@ -203,7 +204,7 @@ fn index_split<'a>(
             first.walk_data(data, start, from, None, progress)?;
         }
         first.side.bytes = map.len() as u64;
-        progress.finish_and_clear();
+        progress.finish();
         Ok(())
     })();
     match result {
@@ -268,7 +269,7 @@ pub fn read_capture<S: Sink, F: Fn(Option<&SideBand>) -> S + Sync>(
     input: &Input,
     options: ReadOptions,
     make_sink: F,
-    progress: &indicatif::ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<(SideBand, Vec<S>)> {
     let path = input.name();
     let fmt_err = |source| Error::Format {
@@ -438,7 +439,7 @@ const PREFETCH_AHEAD: usize = 2048;
 fn prefetch_ahead(body: &[u8]) {
     let ahead = body.as_ptr().wrapping_add(PREFETCH_AHEAD);
     for line in (0..body.len()).step_by(64) {
-        crate::hint::prefetch(ahead.wrapping_add(line));
+        crate::perf::hint::prefetch(ahead.wrapping_add(line));
     }
 }
 
@@ -508,24 +509,24 @@ impl<'f, 'a> Walker<'f, 'a> {
         &mut self,
         indexed: Indexed<'a>,
         map: &'a memmap2::Mmap,
-        progress: &indicatif::ProgressBar,
+        progress: &dyn Progress,
     ) -> std::result::Result<(), PipeError> {
         self.side = indexed.side;
         self.events = indexed.events;
         self.endian = indexed.endian;
         self.dispatch_map = Some(map);
-        progress.set_message("decoding");
+        progress.phase("decoding");
         progress.set_position(0);
         for shard in indexed.shards {
             if self.stop_requested() {
                 break;
             }
             if let Shard::Mapped { data, .. } = &shard {
-                progress.inc(data.len() as u64);
+                progress.advance(data.len() as u64);
             }
             self.send(shard);
         }
-        progress.finish_and_clear();
+        progress.finish();
         Ok(())
     }
 
@@ -555,13 +556,13 @@ impl<'f, 'a> Walker<'f, 'a> {
     fn file(
         &mut self,
         map: &'a [u8],
-        progress: &indicatif::ProgressBar,
+        progress: &dyn Progress,
     ) -> std::result::Result<(), PipeError> {
         let (start, data) = self.file_header(map)?;
-        progress.set_length(data.len() as u64);
+        progress.set_total(data.len() as u64);
         self.walk_data(data, start, 0, None, progress)?;
         self.side.bytes = map.len() as u64;
-        progress.finish_and_clear();
+        progress.finish();
         Ok(())
     }
 
@@ -584,7 +585,7 @@ impl<'f, 'a> Walker<'f, 'a> {
         start: usize,
         from: usize,
         stop: Option<usize>,
-        progress: &indicatif::ProgressBar,
+        progress: &dyn Progress,
     ) -> std::result::Result<usize, PipeError> {
         let buf = Bytes::new(data, self.endian);
         let (mut pos, mut shard_start) = (from, from);
@@ -648,7 +649,7 @@ impl<'f, 'a> Walker<'f, 'a> {
     fn pipe(
         &mut self,
         input: &mut dyn Read,
-        progress: &indicatif::ProgressBar,
+        progress: &dyn Progress,
     ) -> std::result::Result<(), PipeError> {
         let mut head = [0u8; 16];
         input.read_exact(&mut head).map_err(PipeError::Io)?;
@@ -724,7 +725,7 @@ impl<'f, 'a> Walker<'f, 'a> {
                 }
             }
             let rest = block.split_off(pos);
-            progress.inc(block.len() as u64);
+            progress.advance(block.len() as u64);
             if !block.is_empty() {
                 self.send(Shard::Owned {
                     data: std::mem::take(&mut block),
@@ -740,7 +741,7 @@ impl<'f, 'a> Walker<'f, 'a> {
         }
         self.finish_inflated(inflated)?;
         self.side.bytes = block_base;
-        progress.finish_and_clear();
+        progress.finish();
         Ok(())
     }
 
@@ -1011,7 +1012,7 @@ mod tests {
             threads: 2,
             ..Default::default()
         };
-        index_split(map, options, &indicatif::ProgressBar::hidden(), split)
+        index_split(map, options, &NoProgress, split)
     }
 
     fn error_text(e: PipeError) -> String {

@@ -7,12 +7,13 @@ use hashbrown::HashMap;
 use formats::bolt::preagg::BR_ONLY;
 use formats::perf::Sample;
 
-use crate::binary::BinaryInfo;
-use crate::capture::{self, Input, SideBand, Sink};
 use crate::error::{Error, Result};
-use crate::mapping::{binary_maps, BinaryMaps, ProcessMap, Rules};
-pub use crate::table::TraceOrder;
-use crate::table::{merge_into, Counts, IpKey, Locate, StackBatch, TraceKey, TraceTable};
+use crate::io::progress::Progress;
+use crate::perf::binary::BinaryInfo;
+use crate::perf::capture::{self, Input, SideBand, Sink};
+use crate::perf::mapping::{binary_maps, BinaryMaps, ProcessMap, Rules};
+pub use crate::perf::table::TraceOrder;
+use crate::perf::table::{merge_into, Counts, IpKey, Locate, StackBatch, TraceKey, TraceTable};
 
 /// perf2bolt's `--ignore-interrupt-lbr` (on by default): entries touching the kernel are dropped
 /// before traces are chained, so their neighbours become adjacent.
@@ -317,11 +318,7 @@ pub struct Aggregation {
 }
 
 /// Reads the capture once and builds a profile for every requested binary.
-pub fn aggregate(
-    input: &Input,
-    req: &Request,
-    progress: &indicatif::ProgressBar,
-) -> Result<Aggregation> {
+pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Result<Aggregation> {
     let options = capture::ReadOptions {
         threads: req.threads,
         stream: req.stream,
@@ -559,8 +556,8 @@ fn match_name(binary: &BinaryInfo, side: &SideBand, ignore: bool) -> Result<Vec<
     Err(Error::Mismatch(format!(
         "{}: build-id {} is not in the capture (it lists {}); use --ignore-build-id to aggregate anyway",
         binary.path.display(),
-        crate::binary::hex(id),
-        ids.iter().map(|e| format!("{} {}", crate::binary::hex(&e.build_id), String::from_utf8_lossy(&e.filename))).collect::<Vec<_>>().join(", ")
+        crate::perf::binary::hex(id),
+        ids.iter().map(|e| format!("{} {}", crate::perf::binary::hex(&e.build_id), String::from_utf8_lossy(&e.filename))).collect::<Vec<_>>().join(", ")
     )))
 }
 
@@ -732,7 +729,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::binary::Segment;
+    use crate::perf::binary::Segment;
     use proptest::prelude::*;
 
     fn segment(address: u64, size: u64, executable: bool) -> Segment {

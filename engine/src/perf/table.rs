@@ -6,7 +6,7 @@ use bytemuck::Zeroable;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
-use crate::hint::prefetch;
+use crate::perf::hint::prefetch;
 
 /// BOLT's `Trace`: a taken branch `branch → from` followed by straight-line execution from
 /// `from` to `to` (the source of the next newer branch; `BR_ONLY` for the newest entry).
@@ -1003,7 +1003,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::{is_kernel, KERNEL_BASE};
+    use crate::perf::aggregate::{is_kernel, KERNEL_BASE};
     use formats::bytes::{Bytes, Endian};
     use proptest::prelude::*;
 

@@ -1,0 +1,51 @@
+//! The engine's progress reports drawn as a byte-count bar on stderr, when stderr is a
+//! terminal.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// A bar that shows the engine's progress in bytes.
+pub struct Bar(ProgressBar);
+
+impl Bar {
+    /// A bar over `total` bytes (a spinner when unknown), labelled `label`; hidden unless
+    /// stderr is a terminal.
+    pub fn bytes(total: Option<u64>, label: &str) -> Bar {
+        if !std::io::stderr().is_terminal() {
+            return Bar(ProgressBar::hidden());
+        }
+        let bar = match total {
+            Some(t) => ProgressBar::new(t),
+            None => ProgressBar::new_spinner(),
+        };
+        let template = if total.is_some() {
+            "{msg} [{bar:30}] {bytes}/{total_bytes} ({binary_bytes_per_sec}, {eta})"
+        } else {
+            "{msg} {spinner} {bytes} ({binary_bytes_per_sec})"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(label.to_string());
+        Bar(bar)
+    }
+}
+
+impl engine::io::progress::Progress for Bar {
+    fn phase(&self, name: &str) {
+        self.0.set_message(name.to_string());
+    }
+    fn set_total(&self, bytes: u64) {
+        self.0.set_length(bytes);
+    }
+    fn set_position(&self, bytes: u64) {
+        self.0.set_position(bytes);
+    }
+    fn advance(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}

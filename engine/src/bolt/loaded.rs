@@ -1,0 +1,91 @@
+//! A binary loaded for symbolization, and one binary's profile written as fdata from it.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::bolt::functions::Functions;
+use crate::bolt::{memory, symbolize, TraceStats};
+use crate::error::{io_error, Result};
+use crate::io::output::write_atomically;
+use crate::perf::aggregate::BinaryProfile;
+
+/// A binary's bytes and the functions BOLT would find in it.
+pub struct LoadedBinary {
+    path: PathBuf,
+    data: Vec<u8>,
+    functions: Functions,
+    /// Seconds the loading took.
+    seconds: f64,
+}
+
+impl LoadedBinary {
+    /// Reads `binary` and finds its functions as BOLT does.
+    pub fn load(binary: &Path) -> Result<LoadedBinary> {
+        let started = Instant::now();
+        let data = std::fs::read(binary).map_err(io_error(binary))?;
+        let functions = Functions::from_elf(binary, &data)?;
+        Ok(LoadedBinary {
+            path: binary.to_path_buf(),
+            data,
+            functions,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The binary's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The functions BOLT finds in the binary.
+    pub fn functions(&self) -> &Functions {
+        &self.functions
+    }
+}
+
+/// What writing one binary's fdata found and how long its phases took.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FdataReport {
+    /// Seconds spent finding the binary's functions (when it was loaded).
+    pub load_seconds: f64,
+    /// Seconds spent disassembling and symbolizing.
+    pub symbolize_seconds: f64,
+    /// Seconds spent writing.
+    pub write_seconds: f64,
+    /// perf2bolt's fall-through diagnostics (branch mode).
+    pub traces: TraceStats,
+    /// Basic samples outside every function (basic mode).
+    pub out_of_range_samples: u64,
+}
+
+/// Symbolizes one binary's profile (disassembling the functions it touches) and writes it to
+/// `path` as fdata, memory-event lines after the branch lines as perf2bolt writes them (branch
+/// mode only).
+pub fn write_fdata(
+    loaded: &LoadedBinary,
+    profile: &BinaryProfile,
+    basic: bool,
+    path: &Path,
+) -> Result<FdataReport> {
+    let started = Instant::now();
+    let functions = &loaded.functions;
+    let fdata = symbolize(profile, functions, basic);
+    let mem = if basic || profile.mem.is_empty() {
+        Vec::new()
+    } else {
+        let objects = memory::DataObjects::from_elf(&loaded.data, functions);
+        memory::symbolize(&profile.mem, functions, &objects)
+    };
+    let symbolize_seconds = started.elapsed().as_secs_f64();
+    write_atomically(path, |out| {
+        fdata.write(out)?;
+        memory::write(&mem, out)
+    })?;
+    Ok(FdataReport {
+        load_seconds: loaded.seconds,
+        symbolize_seconds,
+        write_seconds: started.elapsed().as_secs_f64() - symbolize_seconds,
+        traces: fdata.stats,
+        out_of_range_samples: fdata.out_of_range_samples,
+    })
+}

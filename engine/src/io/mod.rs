@@ -1,0 +1,8 @@
+//! Plumbing every domain shares: input files as bytes, atomic outputs, progress reporting.
+
+pub mod input;
+pub mod output;
+pub mod progress;
+
+pub use input::InputBytes;
+pub use output::{write_atomically, write_formatted};
