@@ -34,6 +34,13 @@ pub enum Error {
     },
     /// The capture does not fit the request (no mapping, build-id mismatch, …).
     Mismatch(String),
+    /// A profile store is malformed.
+    Store {
+        /// The store.
+        path: PathBuf,
+        /// What is wrong, and where.
+        source: formats::store::StoreError,
+    },
 }
 
 impl fmt::Display for Error {
@@ -43,6 +50,7 @@ impl fmt::Display for Error {
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
             Error::Binary { path, message } => write!(f, "{}: {message}", path.display()),
             Error::Mismatch(m) => f.write_str(m),
+            Error::Store { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
 }
@@ -52,6 +60,7 @@ impl std::error::Error for Error {
         match self {
             Error::Format { source, .. } => Some(source),
             Error::Io { source, .. } => Some(source),
+            Error::Store { source, .. } => Some(source),
             Error::Binary { .. } | Error::Mismatch(_) => None,
         }
     }

@@ -7,4 +7,5 @@ pub mod capture;
 mod hint;
 pub mod mapping;
 pub mod preagg;
+pub mod store;
 pub mod table;

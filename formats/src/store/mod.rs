@@ -137,8 +137,8 @@ pub struct BinaryMeta {
     pub build_id: Vec<u8>,
     /// The file name perf recorded (base name).
     pub name: Vec<u8>,
-    /// The sampled events' names (as `perf script` prints them), sorted; [`IpRow::event`]
-    /// indexes this list.
+    /// The sampled events' names (as `perf script` prints them), sorted: the events whose
+    /// samples the IP table sums.
     pub events: Vec<String>,
     /// Samples that fell in a process mapping this binary.
     pub samples: u64,

@@ -183,11 +183,10 @@ impl Row for BranchRow {
     }
 }
 
-/// IP samples of one event at one file offset (basic, non-LBR profiles).
+/// IP samples at one file offset (basic, non-LBR profiles), of the events the binary's
+/// metadata lists, summed as perf2bolt sums them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct IpRow {
-    /// Index into the binary's event names.
-    pub event: u32,
     /// The sampled instruction's file offset.
     pub ip: u64,
     /// Samples.
@@ -197,23 +196,18 @@ pub struct IpRow {
 impl Row for IpRow {
     const KIND: SectionKind = SectionKind::Ips;
     fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.event, self.ip).cmp(&(o.event, o.ip))
+        self.ip.cmp(&o.ip)
     }
     fn leading_key(&self) -> [u64; 2] {
-        [u64::from(self.event), self.ip]
+        [self.ip, 0]
     }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
-        write_uleb128(out, u64::from(self.event.wrapping_sub(prev.event)));
-        let base = if self.event == prev.event { prev.ip } else { 0 };
-        write_uleb128(out, self.ip.wrapping_sub(base));
+        write_uleb128(out, self.ip.wrapping_sub(prev.ip));
         write_uleb128(out, self.count);
     }
     fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        let event = prev.event.wrapping_add(r.uleb128()? as u32);
-        let base = if event == prev.event { prev.ip } else { 0 };
         Ok(IpRow {
-            event,
-            ip: base.wrapping_add(r.uleb128()?),
+            ip: prev.ip.wrapping_add(r.uleb128()?),
             count: r.uleb128()?,
         })
     }
@@ -364,18 +358,7 @@ mod tests {
         ];
         traces.sort_by(|a, b| a.key_cmp(b));
         round_trip(&traces);
-        round_trip(&[
-            IpRow {
-                event: 0,
-                ip: m,
-                count: 1,
-            },
-            IpRow {
-                event: u32::MAX,
-                ip: 0,
-                count: m,
-            },
-        ]);
+        round_trip(&[IpRow { ip: 0, count: m }, IpRow { ip: m, count: 1 }]);
         round_trip(&[
             MemRow {
                 pc: 1,

@@ -71,7 +71,7 @@ fn content() -> impl Strategy<Value = Content> {
         proptest::collection::vec(any::<u8>(), 0..3),
         "[a-z]{1,6}",
         proptest::collection::vec(trace, 0..9000),
-        proptest::collection::vec((0u32..2, any::<u64>(), 1u64..9), 0..50),
+        proptest::collection::vec((any::<u64>(), 1u64..9), 0..50),
         proptest::collection::vec((any::<u64>(), any::<u64>(), 1u64..9), 0..20),
     )
         .prop_map(|(build_id, name, traces, ips, mem)| {
@@ -80,7 +80,7 @@ fn content() -> impl Strategy<Value = Content> {
             traces.dedup_by(|a, b| a.key_cmp(b).is_eq());
             let ips: Vec<IpRow> = sorted_unique(ips)
                 .into_iter()
-                .map(|(event, ip, count)| IpRow { event, ip, count })
+                .map(|(ip, count)| IpRow { ip, count })
                 .collect::<Vec<_>>();
             let mut ips = ips;
             ips.dedup_by(|a, b| a.key_cmp(b).is_eq());

@@ -1,0 +1,182 @@
+//! `profmill export`, `profmill merge` (of stores) and `profmill show` (of a store): the
+//! profile store's commands.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use engine::io::inputs::{collect_weighted_inputs, Stdin};
+use engine::perf::binary::BinaryInfo;
+use engine::perf::store::{merge_stores, StoreFile};
+use engine::perf::table::TraceOrder;
+use formats::store::SectionKind;
+
+use crate::aggregate::{output_paths, write_profile, Format};
+
+type BoxError = Box<dyn std::error::Error>;
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    /// The profile store.
+    store: PathBuf,
+    /// A binary whose profile to export; repeat for several (then -o names a directory).
+    #[arg(short = 'b', long = "binary", required = true)]
+    binaries: Vec<PathBuf>,
+    /// Output file (or directory, with several binaries).
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// What to write.
+    #[arg(long, value_enum, default_value = "preagg")]
+    format: Format,
+    /// Match the binary by file name when its build-id is not in the store.
+    #[arg(long)]
+    ignore_build_id: bool,
+}
+
+/// Writes each binary's profile from the store, as `aggregate` writes it from a capture.
+pub fn export(args: ExportArgs) -> Result<(), BoxError> {
+    if args.format == Format::Store {
+        return Err("export writes preagg, preagg-legacy or fdata; `merge` writes stores".into());
+    }
+    let store = StoreFile::open(&args.store)?;
+    let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
+    let order = match args.format {
+        Format::Fdata => TraceOrder::ByStart,
+        _ => TraceOrder::ByBranch,
+    };
+    for (path, output) in args.binaries.iter().zip(&outputs) {
+        let binary = BinaryInfo::load(path)?;
+        let index = store.find(&binary, args.ignore_build_id)?;
+        let profile = store.profile(index, &binary, order)?;
+        let basic = profile.traces.is_empty() && !profile.ips.is_empty();
+        write_profile(args.format, path, &profile, basic, output)?;
+    }
+    Ok(())
+}
+
+/// The inputs and output of a store merge.
+pub struct MergeRequest<'a> {
+    /// Input stores (or directories of them).
+    pub inputs: &'a [String],
+    /// `W,FILE` inputs.
+    pub weighted: &'a [String],
+    /// A file listing inputs, one per line (`W,FILE` or `FILE`).
+    pub list: Option<&'a str>,
+    /// The merged store.
+    pub output: &'a std::path::Path,
+}
+
+/// Merges stores into one.
+pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
+    let inputs = collect_weighted_inputs(
+        m.inputs,
+        m.weighted,
+        m.list,
+        Stdin::Refused("stores are read from files, not from standard input"),
+        "profmill",
+    )?;
+    let report = merge_stores(&inputs, m.output)?;
+    if report.saturated {
+        eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");
+    }
+    eprintln!(
+        "profmill: merged {} stores ({} binaries) into {}",
+        inputs.len(),
+        report.binaries,
+        m.output.display()
+    );
+    Ok(())
+}
+
+/// Whether `path` is a profile store (by its magic).
+pub fn is_store(path: &std::path::Path) -> bool {
+    let mut magic = [0u8; 8];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|()| magic == formats::store::MAGIC)
+}
+
+/// Prints what a store holds: binaries, build-ids, events, samples, rows and bytes per table;
+/// as JSON with `json`.
+pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
+    let file = StoreFile::open(path)?;
+    let store = file.store()?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let meta = store.meta();
+    if json {
+        write!(
+            out,
+            "{{\"captures\":{},\"hosts\":[{}],\"binaries\":[",
+            meta.captures,
+            meta.hosts.iter().map(|h| json_string(h)).collect::<Vec<_>>().join(",")
+        )?;
+    } else {
+        writeln!(out, "captures: {}", meta.captures)?;
+        writeln!(out, "hosts: {}", meta.hosts.join(", "))?;
+    }
+    for (i, (m, layout)) in store.binaries().iter().enumerate() {
+        let build_id = engine::perf::binary::hex(&m.build_id);
+        let name = String::from_utf8_lossy(&m.name);
+        let tables: Vec<(SectionKind, u64, u64)> = SectionKind::TABLES
+            .iter()
+            .map(|&k| (k, layout.rows(k), layout.bytes(k)))
+            .filter(|&(_, rows, _)| rows > 0)
+            .collect();
+        if json {
+            if i > 0 {
+                write!(out, ",")?;
+            }
+            write!(
+                out,
+                "{{\"name\":{},\"build_id\":\"{build_id}\",\"events\":[{}],\"samples\":{},\"processes\":{},\"tables\":{{",
+                json_string(&name),
+                m.events.iter().map(|e| json_string(e)).collect::<Vec<_>>().join(","),
+                m.samples,
+                m.processes
+            )?;
+            for (j, (k, rows, bytes)) in tables.iter().enumerate() {
+                let sep = if j > 0 { "," } else { "" };
+                write!(out, "{sep}\"{}\":{{\"rows\":{rows},\"bytes\":{bytes}}}", k.name())?;
+            }
+            write!(out, "}}}}")?;
+        } else {
+            writeln!(out, "binary {name}")?;
+            writeln!(
+                out,
+                "  build-id: {}",
+                if build_id.is_empty() { "(none)" } else { &build_id }
+            )?;
+            writeln!(out, "  events: {}", m.events.join(" "))?;
+            writeln!(out, "  samples: {}, processes: {}", m.samples, m.processes)?;
+            for (k, rows, bytes) in tables {
+                writeln!(
+                    out,
+                    "  {}: {rows} rows, {bytes} bytes ({:.2} bytes per row)",
+                    k.name(),
+                    bytes as f64 / rows as f64
+                )?;
+            }
+        }
+    }
+    if json {
+        writeln!(out, "]}}")?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `s` as a JSON string literal.
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
