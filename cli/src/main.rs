@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod demo;
+mod llvm_cl;
 mod llvm_profdata;
 mod llvm_profdata_sample;
 mod merge_fdata;
