@@ -221,7 +221,16 @@ impl Tool {
                 Policy::Ignored(why) => {
                     let _ = write!(text, " [profmill: accepted, ignored: {why}]");
                 }
-                Policy::Refused => text.push_str(" [profmill: not implemented, refused]"),
+                Policy::Refused => match opt.default {
+                    Some(d) => {
+                        let _ = write!(
+                            text,
+                            " [profmill: only {}={d} is implemented]",
+                            dashed(opt.name())
+                        );
+                    }
+                    None => text.push_str(" [profmill: not implemented, refused]"),
+                },
             }
             lines.push((spelled_with_value(opt.name(), opt), text));
             for (value, help) in opt.choices {
@@ -271,6 +280,27 @@ impl Tool {
     pub fn parse(&self, args: &[OsString]) -> Result<Parsed, String> {
         self.parse_inner(args)
             .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    /// [`Tool::parse`], with `--help` and `--version` printed (then `None`) and the warnings
+    /// of ignored options printed.
+    pub fn parse_and_print(&self, args: &[OsString]) -> Result<Option<Args>, String> {
+        match self.parse(args)? {
+            Parsed::Help => {
+                print!("{}", self.help());
+                Ok(None)
+            }
+            Parsed::Version => {
+                print!("{}", version(self.name));
+                Ok(None)
+            }
+            Parsed::Run(args) => {
+                for w in &args.warnings {
+                    eprintln!("{}: warning: {w}", self.name);
+                }
+                Ok(Some(args))
+            }
+        }
     }
 
     fn parse_inner(&self, args: &[OsString]) -> Result<Parsed, String> {
