@@ -263,7 +263,7 @@ impl Tool {
             "OVERVIEW: {}\n\nUSAGE: {} [options] {}\n\nOPTIONS:\n\n",
             self.overview, self.name, self.usage
         );
-        let mut section = |out: &mut String, title: &str, lines: &[(String, String)]| {
+        let section = |out: &mut String, title: &str, lines: &[(String, String)]| {
             let _ = writeln!(out, "{title}:\n");
             for (left, right) in lines {
                 let _ = writeln!(out, "  {left:width$} - {right}");
