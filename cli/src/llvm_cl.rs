@@ -542,6 +542,11 @@ pub fn version(tool: &str) -> String {
     format!("profmill {} ({tool} drop-in)\n", env!("CARGO_PKG_VERSION"))
 }
 
+/// The arguments as `OsString`s, for [`Tool::parse`].
+pub fn os_args(args: &[String]) -> Vec<std::ffi::OsString> {
+    args.iter().map(std::ffi::OsString::from).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

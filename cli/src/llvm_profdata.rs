@@ -5,13 +5,14 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use engine::instrprof::correlate::correlation_from_binary;
 use engine::instrprof::name_filter::NameFilter;
 use engine::instrprof::remap::Remapper;
 use engine::instrprof::temporal::TemporalLimits;
 use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
+use engine::io::inputs::{collect_weighted_inputs, Stdin};
 use engine::io::output::write_atomically;
 
 use crate::llvm_cl::{self, Opt, Tool};
@@ -293,11 +294,6 @@ SUBCOMMANDS:
   (with --sample for the options of sample profiles).
 ";
 
-/// The arguments as `OsString`s, for [`Tool::parse`].
-pub(crate) fn os_args(args: &[String]) -> Vec<OsString> {
-    args.iter().map(OsString::from).collect()
-}
-
 fn parse_ulong(name: &str, v: &str) -> Result<u64, BoxError> {
     v.parse().map_err(|_| {
         format!("for the --{name} option: '{v}' value invalid for ulong argument!").into()
@@ -305,7 +301,7 @@ fn parse_ulong(name: &str, v: &str) -> Result<u64, BoxError> {
 }
 
 fn parse_merge(args: &[String]) -> Result<Option<MergeArgs>, BoxError> {
-    let Some(args) = MERGE.parse_and_print(&os_args(args))? else {
+    let Some(args) = MERGE.parse_and_print(&crate::llvm_cl::os_args(args))? else {
         return Ok(None);
     };
     let mut m = MergeArgs {
@@ -355,116 +351,26 @@ fn parse_merge(args: &[String]) -> Result<Option<MergeArgs>, BoxError> {
     Ok(Some(m))
 }
 
-fn parse_weighted(entry: &str) -> Result<(String, u64), BoxError> {
-    let (w, file) = entry.split_once(',').unwrap_or((entry, ""));
-    match formats::instrprof::text::parse_unsigned(w.as_bytes(), 10) {
-        Some(w) if w >= 1 => Ok((file.to_string(), w)),
-        _ => Err("input weight must be a positive integer".into()),
-    }
-}
-
-/// `addWeightedInput`: files as given, directories expanded recursively in directory order;
-/// `-` (standard input) only where the caller reads it.
-fn add_input(
-    inputs: &mut Vec<WeightedInput>,
-    path: &Path,
-    weight: u64,
-    stdin: Stdin,
-) -> Result<(), BoxError> {
-    if path.as_os_str() == engine::instrprof::STDIN {
-        if let Stdin::Refused(why) = stdin {
-            return Err(why.into());
-        }
-        inputs.push(WeightedInput {
-            path: path.to_path_buf(),
-            weight,
-        });
-        return Ok(());
-    }
-    let meta = std::fs::metadata(path)
-        .map_err(|_| format!("{}: No such file or directory", path.display()))?;
-    if meta.is_file() {
-        inputs.push(WeightedInput {
-            path: path.to_path_buf(),
-            weight,
-        });
-    } else if meta.is_dir() {
-        add_directory(inputs, path, weight)?;
-    }
-    Ok(())
-}
-
-/// Whether an input named `-` is standard input.
-#[derive(Clone, Copy)]
-pub(crate) enum Stdin {
-    Read,
-    /// Refused with this message.
-    Refused(&'static str),
-}
-
-fn add_directory(inputs: &mut Vec<WeightedInput>, dir: &Path, weight: u64) -> Result<(), BoxError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => inputs.push(WeightedInput { path, weight }),
-            Ok(m) if m.is_dir() => add_directory(inputs, &path, weight)?,
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
-    collect_weighted_inputs(
+    Ok(collect_weighted_inputs(
         &m.positional,
         &m.weighted,
         m.input_files.as_deref(),
         Stdin::Read,
-    )
-}
-
-/// The inputs of `llvm-profdata merge` (instrumentation and sample profiles alike), in LLVM's
-/// order, so that errors come in LLVM's order too: positional files, `--weighted-input`s,
-/// then the lines of the `-f` list (`#` comments skipped, `W,FILE` or `FILE`).
-pub(crate) fn collect_weighted_inputs(
-    positional: &[String],
-    weighted: &[String],
-    input_files: Option<&str>,
-    stdin: Stdin,
-) -> Result<Vec<WeightedInput>, BoxError> {
-    let mut inputs = Vec::new();
-    let mut add = |file: &str, weight| add_input(&mut inputs, Path::new(file), weight, stdin);
-    for p in positional {
-        add(p, 1)?;
-    }
-    for w in weighted {
-        let (file, weight) = parse_weighted(w)?;
-        add(&file, weight)?;
-    }
-    if let Some(list) = input_files {
-        let text = std::fs::read_to_string(list).map_err(|e| format!("{list}: {e}"))?;
-        for line in text.split('\n').filter(|l| !l.is_empty()) {
-            let entry = line.trim_matches([' ', '\t', '\x0b', '\x0c', '\r']);
-            if entry.starts_with('#') {
-                continue;
-            }
-            let (file, weight) = if entry.contains(',') {
-                parse_weighted(entry)?
-            } else {
-                (entry.to_string(), 1)
-            };
-            add(&file, weight)?;
-        }
-    }
-    if inputs.is_empty() {
-        return Err("no input files specified. See llvm-profdata merge -help".into());
-    }
-    Ok(inputs)
+        "llvm-profdata",
+    )?)
 }
 
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let inputs = collect_inputs(&m)?;
+    if inputs
+        .iter()
+        .any(|i| i.path.as_os_str() == engine::io::inputs::STDIN)
+    {
+        // llvm-profdata consumes standard input probing it for the memprof format, then
+        // merges `-` as an empty input (which the engine does).
+        std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
+    }
     let remapper = match &m.remapping_file {
         Some(file) => {
             let text = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
@@ -552,7 +458,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
 
 fn run_show(args: &[String]) -> Result<(), BoxError> {
     use engine::instrprof::show::{read_listing, show, ShowOptions};
-    let Some(args) = SHOW.parse_and_print(&os_args(args))? else {
+    let Some(args) = SHOW.parse_and_print(&crate::llvm_cl::os_args(args))? else {
         return Ok(());
     };
     let mut o = ShowOptions::default();
@@ -619,7 +525,7 @@ fn read_file_or_stdin(file: &str) -> std::io::Result<Vec<u8>> {
 fn run_overlap(args: &[String]) -> Result<(), BoxError> {
     use engine::instrprof::overlap::{overlap, OverlapOptions};
     use engine::instrprof::show::read_listing_partial;
-    let Some(args) = OVERLAP.parse_and_print(&os_args(args))? else {
+    let Some(args) = OVERLAP.parse_and_print(&crate::llvm_cl::os_args(args))? else {
         return Ok(());
     };
     let mut o = OverlapOptions::default();

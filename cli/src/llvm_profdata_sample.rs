@@ -26,10 +26,11 @@ use std::path::PathBuf;
 use engine::io::output::write_atomically;
 use engine::sampleprof::{self as sp, show, transform, Input, MergeOptions, OutputFormat};
 
+use crate::llvm_cl::os_args;
 use crate::llvm_cl::{Opt, Tool};
-use crate::llvm_profdata::{collect_weighted_inputs, os_args, Stdin};
+use engine::io::inputs::{collect_weighted_inputs, Stdin};
 use formats::sampleprof::binary::ExtBinaryOptions;
-use formats::sampleprof::{Context, FunctionId, Profile};
+use formats::sampleprof::Profile;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -249,8 +250,13 @@ fn parse_merge(args: &[String]) -> Result<Option<MergeArgs>, BoxError> {
 
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
     let stdin = Stdin::Refused("reading a profile from standard input is not supported");
-    let inputs =
-        collect_weighted_inputs(&m.positional, &m.weighted, m.input_files.as_deref(), stdin)?;
+    let inputs = collect_weighted_inputs(
+        &m.positional,
+        &m.weighted,
+        m.input_files.as_deref(),
+        stdin,
+        "llvm-profdata",
+    )?;
     Ok(inputs
         .into_iter()
         .map(|i| Input {
@@ -495,96 +501,6 @@ fn parse_show(args: &[String]) -> Result<Option<ShowArgs>, BoxError> {
     Ok(Some(s))
 }
 
-/// `SampleProfileReaderExtBinaryBase::dumpSectionInfo`.
-fn section_info(out: &mut Vec<u8>, data: &[u8]) -> Result<(), BoxError> {
-    use formats::sampleprof::binary::{flag, read_section_table, sec};
-    let table = read_section_table(data)?;
-    let mut total = 0u64;
-    for e in &table {
-        let name = match e.kind {
-            sec::SUMMARY => "ProfileSummarySection",
-            sec::NAME_TABLE => "NameTableSection",
-            sec::SYMBOL_LIST => "ProfileSymbolListSection",
-            sec::FUNC_OFFSET => "FuncOffsetTableSection",
-            sec::FUNC_METADATA => "FunctionMetadata",
-            sec::CS_NAME_TABLE => "CSNameTableSection",
-            sec::LBR_PROFILE => "LBRProfileSection",
-            _ => "UnknownSection",
-        };
-        let has = |f: u64| e.flags & f == f;
-        let mut flags: Vec<&str> = Vec::new();
-        if has(flag::COMPRESS) {
-            flags.push("compressed");
-        }
-        if has(flag::FLAT) {
-            flags.push("flat");
-        }
-        match e.kind {
-            sec::NAME_TABLE => {
-                if has(flag::FIXED_LENGTH_MD5) {
-                    flags.push("fixlenmd5");
-                } else if has(flag::MD5_NAME) {
-                    flags.push("md5");
-                }
-                if has(flag::UNIQ_SUFFIX) {
-                    flags.push("uniq");
-                }
-            }
-            sec::SUMMARY => {
-                for (f, n) in [
-                    (flag::PARTIAL, "partial"),
-                    (flag::FULL_CONTEXT, "context"),
-                    (flag::PRE_INLINED, "preInlined"),
-                    (flag::FS_DISCRIMINATOR, "fs-discriminator"),
-                ] {
-                    if has(f) {
-                        flags.push(n);
-                    }
-                }
-            }
-            sec::FUNC_OFFSET if has(flag::ORDERED) => flags.push("ordered"),
-            sec::FUNC_METADATA => {
-                if has(flag::PROBE_BASED) {
-                    flags.push("probe");
-                }
-                if has(flag::HAS_ATTRIBUTE) {
-                    flags.push("attr");
-                }
-            }
-            _ => {}
-        }
-        writeln!(
-            out,
-            "{name} - Offset: {}, Size: {}, Flags: {{{}}}",
-            e.offset,
-            e.size,
-            flags.join(",")
-        )?;
-        total = total.wrapping_add(e.size);
-    }
-    let header = table.first().map_or(0, |e| e.offset);
-    writeln!(out, "Header Size: {header}")?;
-    writeln!(out, "Total Sections Size: {total}")?;
-    writeln!(out, "File Size: {}", data.len())?;
-    Ok(())
-}
-
-/// `SampleProfileReader::getSamplesFor(name)`: the plain context of that name (or of its
-/// MD5 when the profile has hashed names).
-fn samples_for<'p>(
-    profile: &'p Profile,
-    name: &str,
-) -> Option<(&'p Context, &'p formats::sampleprof::FunctionSamples)> {
-    let by_name = Context::Plain(FunctionId::name(name.as_bytes()));
-    let by_hash = Context::Plain(FunctionId::Hash(formats::sampleprof::model::md5_guid(
-        name.as_bytes(),
-    )));
-    profile
-        .functions
-        .get_key_value(&by_name)
-        .or_else(|| profile.functions.get_key_value(&by_hash))
-}
-
 fn run_show(s: ShowArgs) -> Result<(), BoxError> {
     let file = s
         .file
@@ -593,7 +509,7 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
     let mut out = Vec::new();
     if s.sec_info_only {
         if formats::sampleprof::detect(&data) == Some(formats::sampleprof::Format::ExtBinary) {
-            section_info(&mut out, &data).map_err(|e| format!("{file}: {e}"))?;
+            show::section_info(&mut out, &data).map_err(|e| format!("{file}: {e}"))?;
         } else {
             eprintln!("warning: -show-sec-info-only is only supported for sample profile in extbinary format and is ignored for other formats.");
         }
@@ -606,7 +522,7 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
         .filter(|f| !f.is_empty() && !s.all_functions)
     {
         None => show::dump(&mut out, &profile)?,
-        Some(name) => match samples_for(&profile, name) {
+        Some(name) => match show::samples_for(&profile, name) {
             Some((ctx, fs)) => show::dump_function(&mut out, ctx, fs)?,
             None => {
                 write!(out, "Function: : ")?;

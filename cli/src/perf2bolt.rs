@@ -192,7 +192,7 @@ fn read_capture(
         trace_order: engine::perf::aggregate::TraceOrder::ByStart,
     };
     let input = if o.input == Path::new("-") {
-        Input::Stdin
+        Input::stream("<stdin>", std::io::stdin())
     } else {
         Input::File(o.input.clone())
     };

@@ -30,12 +30,7 @@ use remap::Remapper;
 use crate::io::InputBytes;
 pub use writer::{MergeWarning, ProfileWriter, RecordParts, MAX_COUNT};
 
-/// One input file and its weight.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WeightedInput {
-    pub path: PathBuf,
-    pub weight: u64,
-}
+pub use crate::io::inputs::WeightedInput;
 
 /// Why an input could not be (fully) merged: the entries llvm-profdata collects per context.
 #[derive(Debug)]
@@ -258,15 +253,14 @@ impl Decoded {
     }
 }
 
-/// The input name of standard input.
-pub const STDIN: &str = "-";
+pub use crate::io::inputs::STDIN;
 
 fn load(path: &Path) -> std::io::Result<InputBytes> {
     if path.as_os_str() == STDIN {
         // llvm-profdata-19 accepts `-` but first probes it for the memprof format, which
         // consumes standard input: its profile reader then sees an empty input, skipped
-        // silently. The same happens here, so that the output is llvm-profdata's.
-        std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
+        // silently. `-` is an empty input here too; consuming standard input is the
+        // caller's part (the library never reads it).
         return Ok(InputBytes::Read(Vec::new()));
     }
     InputBytes::open(path)

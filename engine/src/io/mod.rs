@@ -1,6 +1,7 @@
 //! Plumbing every domain shares: input files as bytes, atomic outputs, progress reporting.
 
 pub mod input;
+pub mod inputs;
 pub mod output;
 pub mod progress;
 

@@ -353,7 +353,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
     let mut tables = Tables::merge(tables);
     let basic = req.basic || !has_branch_stacks(&side);
     if basic && !tables.basic {
-        if matches!(input, Input::Stdin) {
+        if input.is_stream() {
             return Err(Error::Mismatch(
                 "the capture on stdin has no branch stacks and cannot be read twice: pass --basic"
                     .into(),

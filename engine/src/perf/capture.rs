@@ -28,17 +28,47 @@ const MAX_RECORD_BYTES: u64 = 1 << 32;
 const PIPE_BLOCK: usize = 8 << 20;
 
 /// Where a capture comes from.
-#[derive(Clone, Debug)]
 pub enum Input {
+    /// A file: mapped, and read in parallel shards.
     File(PathBuf),
-    Stdin,
+    /// A pipe-mode capture read once, in blocks, from a stream (the command line passes its
+    /// standard input; the library never opens it itself).
+    Stream {
+        /// The name errors give it (`<stdin>`).
+        name: PathBuf,
+        /// The bytes.
+        reader: Mutex<Box<dyn Read + Send>>,
+    },
 }
 
 impl Input {
+    /// A capture read from `reader`, called `name` in messages.
+    pub fn stream(name: impl Into<PathBuf>, reader: impl Read + Send + 'static) -> Input {
+        Input::Stream {
+            name: name.into(),
+            reader: Mutex::new(Box::new(reader)),
+        }
+    }
+
+    /// The name errors give the capture.
     pub fn name(&self) -> PathBuf {
         match self {
             Input::File(p) => p.clone(),
-            Input::Stdin => PathBuf::from("<stdin>"),
+            Input::Stream { name, .. } => name.clone(),
+        }
+    }
+
+    /// Whether the capture can be read only once.
+    pub fn is_stream(&self) -> bool {
+        matches!(self, Input::Stream { .. })
+    }
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::File(p) => f.debug_tuple("File").field(p).finish(),
+            Input::Stream { name, .. } => f.debug_struct("Stream").field("name", name).finish(),
         }
     }
 }
@@ -313,10 +343,12 @@ pub fn read_capture<S: Sink, F: Fn(Option<&SideBand>) -> S + Sync>(
             }
             .map_err(|e| e.into_engine(&path))
         }
-        Input::Stdin => {
-            let mut stdin = std::io::stdin().lock();
+        Input::Stream { reader, .. } => {
+            let mut reader = reader
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             run(options, None, &make_sink, |walker| {
-                walker.pipe(&mut stdin, progress)
+                walker.pipe(&mut *reader, progress)
             })
             .map_err(|e| e.into_engine(&path))
         }

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use formats::sampleprof::summary::{self, Summary};
-use formats::sampleprof::{Context, FunctionSamples, Profile};
+use formats::sampleprof::{Context, FunctionId, FunctionSamples, Profile};
 
 /// `FunctionSamples::getHeadSamplesEstimate` (LLVM 19): the head samples of a CS profile when
 /// known, else the samples of the first line (or of the first call site's callees), at least 1
@@ -285,4 +285,93 @@ pub fn dump_symbol_list(out: &mut dyn Write, profile: &Profile) -> io::Result<()
         writeln!(out)?;
     }
     Ok(())
+}
+/// `SampleProfileReaderExtBinaryBase::dumpSectionInfo`.
+pub fn section_info(out: &mut Vec<u8>, data: &[u8]) -> Result<(), formats::sampleprof::Error> {
+    use formats::sampleprof::binary::{flag, read_section_table, sec};
+    let table = read_section_table(data)?;
+    let mut total = 0u64;
+    for e in &table {
+        let name = match e.kind {
+            sec::SUMMARY => "ProfileSummarySection",
+            sec::NAME_TABLE => "NameTableSection",
+            sec::SYMBOL_LIST => "ProfileSymbolListSection",
+            sec::FUNC_OFFSET => "FuncOffsetTableSection",
+            sec::FUNC_METADATA => "FunctionMetadata",
+            sec::CS_NAME_TABLE => "CSNameTableSection",
+            sec::LBR_PROFILE => "LBRProfileSection",
+            _ => "UnknownSection",
+        };
+        let has = |f: u64| e.flags & f == f;
+        let mut flags: Vec<&str> = Vec::new();
+        if has(flag::COMPRESS) {
+            flags.push("compressed");
+        }
+        if has(flag::FLAT) {
+            flags.push("flat");
+        }
+        match e.kind {
+            sec::NAME_TABLE => {
+                if has(flag::FIXED_LENGTH_MD5) {
+                    flags.push("fixlenmd5");
+                } else if has(flag::MD5_NAME) {
+                    flags.push("md5");
+                }
+                if has(flag::UNIQ_SUFFIX) {
+                    flags.push("uniq");
+                }
+            }
+            sec::SUMMARY => {
+                for (f, n) in [
+                    (flag::PARTIAL, "partial"),
+                    (flag::FULL_CONTEXT, "context"),
+                    (flag::PRE_INLINED, "preInlined"),
+                    (flag::FS_DISCRIMINATOR, "fs-discriminator"),
+                ] {
+                    if has(f) {
+                        flags.push(n);
+                    }
+                }
+            }
+            sec::FUNC_OFFSET if has(flag::ORDERED) => flags.push("ordered"),
+            sec::FUNC_METADATA => {
+                if has(flag::PROBE_BASED) {
+                    flags.push("probe");
+                }
+                if has(flag::HAS_ATTRIBUTE) {
+                    flags.push("attr");
+                }
+            }
+            _ => {}
+        }
+        writeln!(
+            out,
+            "{name} - Offset: {}, Size: {}, Flags: {{{}}}",
+            e.offset,
+            e.size,
+            flags.join(",")
+        )?;
+        total = total.wrapping_add(e.size);
+    }
+    let header = table.first().map_or(0, |e| e.offset);
+    writeln!(out, "Header Size: {header}")?;
+    writeln!(out, "Total Sections Size: {total}")?;
+    writeln!(out, "File Size: {}", data.len())?;
+    Ok(())
+}
+
+/// `SampleProfileReader::getSamplesFor(name)`: the plain context of that name (or of its
+/// MD5 when the profile has hashed names).
+pub fn samples_for<'p>(
+    profile: &'p Profile,
+    name: &str,
+) -> Option<(&'p Context, &'p formats::sampleprof::FunctionSamples)> {
+    let by_name = Context::Plain(FunctionId::name(name.as_bytes()));
+    let by_hash = Context::Plain(FunctionId::Hash(formats::sampleprof::model::md5_guid(
+        name.as_bytes(),
+    )));
+    profile
+        .functions
+        .get_key_value(&by_name)
+        .or_else(|| profile.functions.get_key_value(&by_hash))
 }
