@@ -1,3 +1,5 @@
+#![warn(missing_docs)]
+
 //! The profmill engine: sharded decoding, per-thread aggregation tables, address mapping and
 //! the conversions between profile formats. Readers and writers live in `formats`.
 
