@@ -11,13 +11,18 @@
 //!   continuation starts at the call's block (BOLT's call-continuation rule).
 
 pub mod cfg;
-pub mod eh;
+pub(crate) mod eh;
 pub mod fdata_merge;
 pub mod functions;
 pub mod indirect;
 pub mod loaded;
-pub mod memory;
+pub(crate) mod memory;
 pub mod preagg_legacy;
+
+pub use fdata_merge::{expand_inputs, merge as merge_fdata, MergeError, Merged, Sources};
+pub use functions::{Function, Functions};
+pub use loaded::{write_fdata, FdataReport, LoadedBinary};
+pub use preagg_legacy::write_preagg_legacy;
 
 use std::io::Write;
 
@@ -30,13 +35,17 @@ use rayon::prelude::*;
 
 use crate::perf::aggregate::BinaryProfile;
 
-/// BOLT's trace sentinels: a fall-through with no known branch (`F`), entered from outside the
-/// function (`f`), or after a return from outside (`r`). `FT_ONLY` equals `BR_ONLY`.
+/// BOLT's trace sentinels, found in the branch position of a [`BinaryProfile`]'s traces (read
+/// by [`profile_from_preagg`]): a fall-through with no known branch (`F`), entered from outside
+/// the function (`f`), or after a return from outside (`r`). `FT_ONLY` equals `BR_ONLY`.
 pub const FT_ONLY: u64 = u64::MAX;
+/// The branch of a fall-through entered from outside the function (pre-aggregated `f`); see
+/// [`FT_ONLY`].
 pub const FT_EXTERNAL_ORIGIN: u64 = u64::MAX - 1;
+/// The branch of a fall-through after a return from outside the function (pre-aggregated `r`);
+/// see [`FT_ONLY`].
 pub const FT_EXTERNAL_RETURN: u64 = u64::MAX - 2;
 use cfg::{Body, Cfg};
-use functions::Functions;
 
 /// A location in fdata terms: a function (by index) and offset, or an unknown address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,6 +73,7 @@ struct Branch {
 /// Diagnostics perf2bolt prints, counted the same way.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TraceStats {
+    /// Fall-through ranges walked (each counted as many times as it was taken).
     pub traces: u64,
     /// Fall-through ranges that do not match the disassembled code.
     pub invalid: u64,
@@ -88,6 +98,7 @@ pub struct Fdata<'f> {
     samples: HashMap<(u32, u64), u64>,
     /// `Some(events)` for a basic (`no_lbr`) profile.
     basic_events: Option<Vec<String>>,
+    /// perf2bolt's fall-through diagnostics (zero for a basic profile).
     pub stats: TraceStats,
     /// Basic samples outside every function.
     pub out_of_range_samples: u64,
