@@ -28,12 +28,15 @@ use formats::instrprof::{
 use remap::Remapper;
 
 use crate::io::InputBytes;
-pub use writer::{MergeWarning, ProfileWriter, RecordParts, MAX_COUNT};
+pub use writer::{MergeWarning, ProfileWriter, MAX_COUNT};
+pub(crate) use writer::RecordParts;
 
 /// One input file and its weight.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WeightedInput {
+    /// The profile (`-` for standard input, see [`STDIN`]).
     pub path: PathBuf,
+    /// Every counter is multiplied by this (`--weighted-input=W,FILE`; 1 for plain inputs).
     pub weight: u64,
 }
 
@@ -108,6 +111,8 @@ pub enum FailureMode {
     Warn,
 }
 
+/// How to merge: llvm-profdata's `merge` options. `MergeOptions::default()` behaves like
+/// `llvm-profdata-19 merge` with no options.
 #[derive(Clone, Debug)]
 pub struct MergeOptions {
     /// llvm-profdata's thread count, which decides how its writer contexts split the inputs
@@ -115,6 +120,7 @@ pub struct MergeOptions {
     pub llvm_threads: usize,
     /// Raw versions to accept: `Some(10)` behaves like llvm-profdata-19.
     pub raw_version: Option<u64>,
+    /// `--failure-mode`: when invalid inputs fail the merge.
     pub failure_mode: FailureMode,
     /// `--remapping-file`: record names are mapped as they are read.
     pub remapper: Option<Arc<remap::Remapper>>,
@@ -143,17 +149,25 @@ impl Default for MergeOptions {
 /// A message llvm-profdata would print to stderr while merging (not an error).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergeNote {
+    /// The input being merged.
     pub path: PathBuf,
+    /// The function whose record triggered the warning.
     pub function: String,
+    /// What went wrong.
     pub warning: MergeWarning,
     /// The first time this warning kind was seen in the context (when LLVM adds the hint).
     pub first_of_kind: bool,
 }
 
+/// The result of [`merge`]: the merged profile, ready to be written, and what llvm-profdata
+/// would have printed on the way.
 pub struct MergeOutcome {
+    /// The merged profile; write it with [`ProfileWriter::to_indexed`] or
+    /// [`ProfileWriter::write_text`].
     pub profile: ProfileWriter,
     /// Input errors, in context order (each one printed as a warning by llvm-profdata).
     pub errors: Vec<(PathBuf, InputError)>,
+    /// Warnings about individual records, in the order llvm-profdata prints them.
     pub notes: Vec<MergeNote>,
     /// Whether `--failure-mode` turns the errors into a failed merge.
     pub failed: bool,
