@@ -9,6 +9,31 @@
 //!   block in the function's CFG, each step recorded as an edge from the block's last
 //!   instruction to the next block; a trace entered from outside the function at a call's
 //!   continuation starts at the call's block (BOLT's call-continuation rule).
+//!
+//! Entry points: [`LoadedBinary::load`] then [`write_fdata`] (symbolize a
+//! [`BinaryProfile`](crate::perf::BinaryProfile) and write it as perf2bolt does), or
+//! [`symbolize`] and [`Fdata::write`] for a writer of your own; [`merge_fdata`] (with
+//! [`expand_inputs`] and [`Sources`]) for `merge-fdata`; [`write_preagg_legacy`] for LLVM ≤ 20's
+//! pre-aggregated dialect; [`profile_from_preagg`] reads pre-aggregated text as a profile.
+//!
+//! ```
+//! use engine::bolt::{expand_inputs, merge_fdata, Sources};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("a.fdata"), "1 main 10 1 foo 0 1 5\n")?;
+//! std::fs::write(dir.path().join("b.fdata"), "1 main 10 1 foo 0 2 7\n1 main 20 1 main 30 0 4\n")?;
+//!
+//! // A directory stands for the files in it, as for merge-fdata.
+//! let files = expand_inputs(&[dir.path().to_path_buf()])?;
+//! let merged = merge_fdata(&Sources::open(&files)?)?;
+//! assert_eq!((merged.files, merged.len()), (2, 2));
+//! let mut out = Vec::new();
+//! merged.write(&mut out)?;
+//! assert_eq!(String::from_utf8(out)?, "1 main 10 1 foo 0 3 12\n1 main 20 1 main 30 0 4\n");
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cfg;
 pub(crate) mod eh;

@@ -1,6 +1,35 @@
 //! Merging LLVM instrumentation profiles with llvm-profdata's semantics: inputs are decoded in
 //! parallel, then merged in the order llvm-profdata's writer contexts would merge them, so the
 //! output depends only on the inputs and LLVM's context count, never on our thread count.
+//!
+//! The entry point is [`merge`]; the [`ProfileWriter`] it returns writes the merged profile as
+//! an indexed (`.profdata`) or text profile. [`show`](show::show) and
+//! [`overlap`](overlap::overlap) implement `llvm-profdata show` and `overlap`.
+//!
+//! ```
+//! use engine::instrprof::{merge, MergeOptions, WeightedInput};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Two runs of one (synthetic) program, as clang-19 instrumentation writes them.
+//! let dir = tempfile::tempdir()?;
+//! let mut inputs = Vec::new();
+//! for seed in [1, 2] {
+//!     let path = dir.path().join(format!("run{seed}.profraw"));
+//!     let spec = corpus::instrprof::RawProfileSpec { functions: 12, seed, functions_per_unit: 4 };
+//!     let mut bytes = Vec::new();
+//!     corpus::instrprof::write_raw_profile(&spec, &mut bytes)?;
+//!     std::fs::write(&path, bytes)?;
+//!     inputs.push(WeightedInput { path, weight: 1 });
+//! }
+//!
+//! let outcome = merge(&inputs, &MergeOptions::default())?;
+//! assert!(!outcome.failed && outcome.errors.is_empty());
+//! assert_eq!(outcome.profile.num_names(), 12);
+//! let indexed = outcome.profile.to_indexed(false, 12);
+//! assert_eq!(&indexed[..8], &0x8169_666f_7270_6cffu64.to_le_bytes());
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod correlate;
 pub mod hash_order;
@@ -28,8 +57,8 @@ use formats::instrprof::{
 use remap::Remapper;
 
 use crate::io::InputBytes;
-pub use writer::{MergeWarning, ProfileWriter, MAX_COUNT};
 pub(crate) use writer::RecordParts;
+pub use writer::{MergeWarning, ProfileWriter, MAX_COUNT};
 
 /// One input file and its weight.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -256,7 +256,11 @@ impl ProfileWriter {
     }
 
     /// `mergeRecordsFromWriter` (weight 1), used to reduce LLVM's per-thread writer contexts.
-    pub(crate) fn merge_from(&mut self, other: ProfileWriter, warn: &mut dyn FnMut(&[u8], MergeWarning)) {
+    pub(crate) fn merge_from(
+        &mut self,
+        other: ProfileWriter,
+        warn: &mut dyn FnMut(&[u8], MergeWarning),
+    ) {
         for (name, records) in other.entries {
             for record in records.into_ordered() {
                 let mut reported = false;

@@ -75,7 +75,11 @@ impl BinaryInfo {
     }
 
     /// A binary known only by its loaded segments (no build-id).
-    pub(crate) fn from_segments(path: &Path, fixed_load_address: bool, segments: Vec<Segment>) -> Self {
+    pub(crate) fn from_segments(
+        path: &Path,
+        fixed_load_address: bool,
+        segments: Vec<Segment>,
+    ) -> Self {
         let span = (
             segments.iter().map(|s| s.address).min().unwrap_or(0),
             segments

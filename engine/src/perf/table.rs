@@ -75,7 +75,9 @@ pub(crate) fn merge_into<K: std::hash::Hash + Eq, V>(
 pub type Trace = [u64; 3];
 
 /// A key of a [`CountTable`]: a few addresses, packed.
-pub(crate) trait TableKey: Copy + Eq + std::hash::Hash + bytemuck::Zeroable + Send + Sync {
+pub(crate) trait TableKey:
+    Copy + Eq + std::hash::Hash + bytemuck::Zeroable + Send + Sync
+{
     /// The key's hash under `seed`.
     fn hash64(&self, seed: u64) -> u64;
 }
@@ -841,7 +843,12 @@ impl TraceTable {
     /// traces, or `max_bytes` of slots if that is less. Each doubling on the way up from the
     /// default size re-inserts every trace and zeroes a new table: 12 % of the 629 MB
     /// benchmark run's CPU (fresh pages are expensive on its virtual machine).
-    pub(crate) fn for_span_sized(start: u64, end: u64, traces: usize, max_bytes: usize) -> TraceTable {
+    pub(crate) fn for_span_sized(
+        start: u64,
+        end: u64,
+        traces: usize,
+        max_bytes: usize,
+    ) -> TraceTable {
         match Packing::for_span(start, end) {
             Some(packing) => TraceTable::Packed {
                 packing,

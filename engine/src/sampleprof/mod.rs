@@ -2,7 +2,36 @@
 //! `llvm-profdata merge --sample` does, and writing in any encoding.
 //!
 //! Entry points for the command line and the `llvm-profdata` drop-in: [`read`], [`merge`],
-//! [`write`].
+//! [`write`], [`convert`]; [`show`] and [`overlap`] print what `llvm-profdata show` and
+//! `overlap --sample` print.
+//!
+//! ```
+//! use engine::sampleprof::{self, Input, MergeOptions, OutputFormat};
+//! use formats::sampleprof::binary::ExtBinaryOptions;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let text = dir.path().join("a.prof");
+//! std::fs::write(&text, "main:300:10\n 1: 10\n 2: 290\n")?;
+//!
+//! // Text → ExtBinary, and read back: the same profile.
+//! let ext = dir.path().join("a.extbinary");
+//! sampleprof::convert(&text, OutputFormat::ExtBinary(ExtBinaryOptions::default()), &ext)?;
+//! let from_text = sampleprof::read(&text)?;
+//! assert_eq!(sampleprof::read(&ext)?.functions, from_text.functions);
+//!
+//! // Merging the profile with itself at weight 2 triples its counts.
+//! let inputs = [
+//!     Input { path: text.clone(), weight: 1 },
+//!     Input { path: ext, weight: 2 },
+//! ];
+//! let merged = sampleprof::merge(&inputs, &MergeOptions::default())?;
+//! let main = merged.profile.functions.values().next().unwrap();
+//! assert_eq!((main.total, main.head), (900, 30));
+//! assert!(merged.warnings.is_empty());
+//! # Ok(())
+//! # }
+//! ```
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -162,7 +162,11 @@ pub(crate) struct FuncSampleStats {
 }
 
 /// Adds `fs`'s (and its inlinees') line samples to `stats`.
-pub(crate) fn func_sample_stats(fs: &FunctionSamples, hot_threshold: u64, stats: &mut FuncSampleStats) {
+pub(crate) fn func_sample_stats(
+    fs: &FunctionSamples,
+    hot_threshold: u64,
+    stats: &mut FuncSampleStats,
+) {
     for rec in fs.body.values() {
         stats.sample_sum = stats.sample_sum.wrapping_add(rec.count);
         stats.max_sample = stats.max_sample.max(rec.count);
