@@ -12,7 +12,7 @@
 //!
 //! | module | feature | what it does | entry points |
 //! |---|---|---|---|
-//! | [`perf`] | `perf` | perf.data (LBR or IP samples) → per-binary traces in the binary's own addresses; BOLT pre-aggregated text | [`perf::aggregate`], [`perf::write_preagg`] |
+//! | [`perf`] | `perf` | perf.data (LBR or IP samples) → per-binary traces in the binary's own addresses; BOLT pre-aggregated text | [`perf::aggregate()`], [`perf::write_preagg`] |
 //! | [`bolt`] | `bolt` | perf2bolt's symbolization into fdata; merge-fdata; the legacy pre-aggregated dialect | [`bolt::write_fdata`], [`bolt::symbolize`], [`bolt::merge_fdata`] |
 //! | [`instrprof`] | `instrprof` | `llvm-profdata merge/show/overlap` of instrumentation profiles | [`instrprof::merge`] |
 //! | [`sampleprof`] | `sampleprof` | `llvm-profdata merge/show/overlap --sample`, conversion between encodings | [`sampleprof::read`], [`sampleprof::merge`], [`sampleprof::write`], [`sampleprof::convert`] |

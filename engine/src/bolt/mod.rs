@@ -11,7 +11,7 @@
 //!   continuation starts at the call's block (BOLT's call-continuation rule).
 //!
 //! Entry points: [`LoadedBinary::load`] then [`write_fdata`] (symbolize a
-//! [`BinaryProfile`](crate::perf::BinaryProfile) and write it as perf2bolt does), or
+//! [`crate::perf::BinaryProfile`] and write it as perf2bolt does), or
 //! [`symbolize`] and [`Fdata::write`] for a writer of your own; [`merge_fdata`] (with
 //! [`expand_inputs`] and [`Sources`]) for `merge-fdata`; [`write_preagg_legacy`] for LLVM ≤ 20's
 //! pre-aggregated dialect; [`profile_from_preagg`] reads pre-aggregated text as a profile.

@@ -1,7 +1,7 @@
 //! The perf domain: perf.data captures decoded in parallel shards into per-thread aggregation
 //! tables, mapped to each binary's addresses, and written as BOLT pre-aggregated profiles.
 //!
-//! The entry point is [`aggregate`]: describe the binaries in a [`Request`] (each a
+//! The entry point is [`aggregate()`]: describe the binaries in a [`Request`] (each a
 //! [`BinaryInfo`]), name the capture with an [`Input`], and get an [`Aggregation`] holding one
 //! [`BinaryProfile`] per binary, in the binary's own addresses. [`write_preagg`] writes a
 //! profile as BOLT pre-aggregated text (LLVM ≥ 21); the `bolt` domain symbolizes it into fdata.

@@ -2,7 +2,7 @@
 //! `llvm-profdata merge --sample` does, and writing in any encoding.
 //!
 //! Entry points for the command line and the `llvm-profdata` drop-in: [`read`], [`merge`],
-//! [`write`], [`convert`]; [`show`] and [`overlap`] print what `llvm-profdata show` and
+//! [`write()`], [`convert`]; [`show`] and [`overlap`] print what `llvm-profdata show` and
 //! `overlap --sample` print.
 //!
 //! ```
