@@ -7,3 +7,4 @@ pub mod progress;
 
 pub use input::InputBytes;
 pub use output::{write_atomically, write_formatted};
+pub use progress::{NoProgress, Progress};

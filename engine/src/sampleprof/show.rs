@@ -155,13 +155,18 @@ pub fn print_detailed_summary(out: &mut dyn Write, s: &Summary) -> io::Result<()
 /// Per-function statistics of `getFuncSampleStats` (llvm-profdata.cpp): the sum and maximum
 /// of line samples including inlinees, and how many lines reach `hot_threshold`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FuncSampleStats {
-    pub sample_sum: u64,
-    pub max_sample: u64,
-    pub hot_block_count: u64,
+pub(crate) struct FuncSampleStats {
+    pub(crate) sample_sum: u64,
+    pub(crate) max_sample: u64,
+    pub(crate) hot_block_count: u64,
 }
 
-pub fn func_sample_stats(fs: &FunctionSamples, hot_threshold: u64, stats: &mut FuncSampleStats) {
+/// Adds `fs`'s (and its inlinees') line samples to `stats`.
+pub(crate) fn func_sample_stats(
+    fs: &FunctionSamples,
+    hot_threshold: u64,
+    stats: &mut FuncSampleStats,
+) {
     for rec in fs.body.values() {
         stats.sample_sum = stats.sample_sum.wrapping_add(rec.count);
         stats.max_sample = stats.max_sample.max(rec.count);
@@ -179,12 +184,13 @@ pub fn func_sample_stats(fs: &FunctionSamples, hot_threshold: u64, stats: &mut F
 /// A fixed-column line as LLVM's `formatted_raw_ostream::PadToColumn` builds it: padding
 /// always inserts at least one space, even at or past the column.
 #[derive(Default)]
-pub struct ColumnLine {
-    pub text: String,
+pub(crate) struct ColumnLine {
+    pub(crate) text: String,
 }
 
 impl ColumnLine {
-    pub fn pad_to(&mut self, column: usize) {
+    /// Pads the line with spaces up to `column` (at least one space).
+    pub(crate) fn pad_to(&mut self, column: usize) {
         let width = self.text.chars().count();
         let spaces = column.saturating_sub(width).max(1);
         self.text.extend(std::iter::repeat_n(' ', spaces));
