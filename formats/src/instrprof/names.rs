@@ -5,7 +5,7 @@
 use std::io::Read;
 
 use super::error::{Error, ErrorKind, Result};
-use super::md5_hash;
+use super::md5_guid;
 use crate::bytes::{write_uleb128, Endian, Reader};
 
 /// The separator between names inside a chunk.
@@ -154,7 +154,7 @@ impl Symtab {
     pub fn from_names<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Symtab {
         let mut entries: Vec<(u64, Box<[u8]>)> = names
             .into_iter()
-            .map(|n| (md5_hash(n), Box::from(n)))
+            .map(|n| (md5_guid(n), Box::from(n)))
             .collect();
         entries.sort_by_key(|e| e.0);
         entries.dedup_by_key(|e| e.0);

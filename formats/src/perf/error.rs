@@ -87,6 +87,23 @@ impl Error {
             kind,
         }
     }
+
+    /// `what`, at `offset`, needs `needed` bytes of which only `available` are there.
+    pub(crate) fn truncated(
+        offset: u64,
+        what: &'static str,
+        needed: usize,
+        available: usize,
+    ) -> Self {
+        Error::at(
+            offset,
+            ErrorKind::Truncated {
+                what,
+                needed: needed as u64,
+                available: available as u64,
+            },
+        )
+    }
 }
 
 impl fmt::Display for ErrorKind {

@@ -61,12 +61,7 @@ impl fmt::Display for FunctionId {
     }
 }
 
-/// LLVM's `MD5Hash(StringRef)`: the first 8 digest bytes read little-endian.
-pub fn md5_guid(name: &[u8]) -> u64 {
-    use md5::{Digest, Md5};
-    let digest = Md5::digest(name);
-    u64::from_le_bytes(digest[..8].try_into().expect("MD5 digests are 16 bytes"))
-}
+pub use crate::md5_guid;
 
 /// A source location relative to the function start: line offset and discriminator
 /// (for pseudo-probe profiles: probe id and probe discriminator). Ordered by (line, disc).

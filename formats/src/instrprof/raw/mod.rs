@@ -35,7 +35,7 @@ use super::kind::{variant, ProfileKind};
 use super::names::{decode_names, NameList};
 use super::record::{Record, IPVK_INDIRECT_CALL_TARGET, IPVK_VTABLE_TARGET};
 use super::value_prof::parse_block;
-use super::{md5_hash, TemporalTrace, TemporalTraces};
+use super::{md5_guid, TemporalTrace, TemporalTraces};
 pub use correlate::{BinarySections, Correlation};
 use data::{read_vtable, vtable_record_size, DataLayout, ProfileData};
 pub use header::{RawHeader, LLVM19_VERSION, SUPPORTED_VERSIONS};
@@ -760,7 +760,7 @@ impl NameTable {
         list.append(decode_names(vnames, vat)?);
         let mut by_hash = HashMap::with_capacity_and_hasher(list.len(), Default::default());
         for (i, n) in list.iter().enumerate() {
-            by_hash.entry(md5_hash(n)).or_insert(i as u32);
+            by_hash.entry(md5_guid(n)).or_insert(i as u32);
         }
         Ok(NameTable {
             order_hint: Mutex::new(None),
