@@ -17,7 +17,7 @@ use super::model::{Context, ContextFrame, FunctionId, FunctionSamples, LineLocat
 use super::summary::{self, Summary};
 use crate::bytes::{write_uleb128, Endian, Reader};
 
-pub const VERSION: u64 = 103;
+pub(crate) const VERSION: u64 = 103;
 
 /// ExtBinary section types.
 pub mod sec {
@@ -327,11 +327,13 @@ fn inflate(section: &[u8], origin: u64) -> Result<Vec<u8>> {
         .map_err(|e| Error::Zlib {
             offset: origin,
             message: e.to_string(),
+            source: Some(e.into()),
         })?;
     if out.len() as u64 != size {
         return Err(Error::Zlib {
             offset: origin,
             message: format!("inflated {} bytes, header says {size}", out.len()),
+            source: None,
         });
     }
     Ok(out)

@@ -272,7 +272,7 @@ impl FunctionSamples {
     }
 
     /// Every call-target and inlined-callee name below this profile (not its own name).
-    pub fn visit_names<'a>(&'a self, f: &mut impl FnMut(&'a FunctionId)) {
+    pub(crate) fn visit_names<'a>(&'a self, f: &mut impl FnMut(&'a FunctionId)) {
         for rec in self.body.values() {
             for t in rec.targets.keys() {
                 f(t);
@@ -287,6 +287,7 @@ impl FunctionSamples {
     }
 }
 
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MergeError {
     /// Two pseudo-probe profiles of one function carry different CFG checksums.
