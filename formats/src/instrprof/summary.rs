@@ -87,11 +87,11 @@ impl SummaryBuilder {
 impl Summary {
     /// Bytes of the indexed encoding of a summary with the default cutoffs: 2 + 6 fields + 3
     /// per entry, all u64.
-    pub fn encoded_size() -> usize {
+    pub(crate) fn encoded_size() -> usize {
         8 * (2 + 6 + 3 * crate::summary::DEFAULT_CUTOFFS.len())
     }
 
-    pub fn write_le(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_le(&self, out: &mut Vec<u8>) {
         let fields = [
             6,
             self.entries.len() as u64,

@@ -14,7 +14,7 @@ use super::{TemporalTrace, TemporalTraces};
 const EXTERNAL_SYMBOL: &[u8] = b"** External Symbol **";
 
 /// Text is recognised when its first (up to) 8 bytes are printable ASCII or whitespace.
-pub fn has_format(data: &[u8]) -> bool {
+pub(crate) fn has_format(data: &[u8]) -> bool {
     data.iter()
         .take(8)
         .all(|&c| (0x20..=0x7e).contains(&c) || matches!(c, b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))

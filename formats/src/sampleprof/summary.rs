@@ -118,7 +118,7 @@ pub fn compute(profile: &Profile) -> Summary {
 
 /// LLVM `ProfileConverter::flattenProfile(..., ProfileIsCS=true)`: all contexts of a function
 /// merged into one context-less profile.
-pub fn flatten_contexts(profile: &Profile) -> BTreeMap<Context, FunctionSamples> {
+pub(crate) fn flatten_contexts(profile: &Profile) -> BTreeMap<Context, FunctionSamples> {
     let mut out: BTreeMap<Context, FunctionSamples> = BTreeMap::new();
     for (ctx, fs) in &profile.functions {
         let key = Context::Plain(ctx.function().clone());

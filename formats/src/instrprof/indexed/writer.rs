@@ -30,9 +30,6 @@ pub struct IndexedProfile<'r> {
     pub vtable_names: Vec<&'r [u8]>,
 }
 
-/// Indexed versions this writer produces.
-pub const WRITE_VERSIONS: [u64; 2] = [11, 12];
-
 fn put(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
