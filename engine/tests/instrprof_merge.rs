@@ -236,7 +236,7 @@ fn sparse_drops_all_zero_names() {
 
 fn engine_value(name: &[u8], count: u64) -> formats::instrprof::ValueData {
     formats::instrprof::ValueData {
-        value: formats::instrprof::md5_hash(name),
+        value: formats::instrprof::md5_guid(name),
         count,
     }
 }

@@ -6,7 +6,7 @@ use formats::instrprof::indexed::writer::{write_indexed, IndexedProfile, NameEnt
 use formats::instrprof::indexed::IndexedReader;
 use formats::instrprof::names::Symtab;
 use formats::instrprof::text::{write_text, TextReader};
-use formats::instrprof::{md5_hash, ProfileKind, Record, TemporalTraces, ValueData};
+use formats::instrprof::{md5_guid, ProfileKind, Record, TemporalTraces, ValueData};
 use proptest::prelude::*;
 
 type Profile = BTreeMap<(String, u64), Record>;
@@ -17,7 +17,7 @@ fn site(names: Vec<String>, kind: usize) -> impl Strategy<Value = Vec<ValueData>
     } else {
         // Indirect-call and vtable targets must be names the profile knows (text stores names).
         prop::sample::select(names)
-            .prop_map(|n| md5_hash(n.as_bytes()))
+            .prop_map(|n| md5_guid(n.as_bytes()))
             .boxed()
     };
     prop::collection::vec((value, any::<u64>()), 0..4).prop_map(|v| {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use formats::bytes::{Endian, Reader};
 use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, Pointer, UnwindSection};
 use object::{Object, ObjectSection};
 
@@ -56,25 +57,25 @@ pub fn landing_pads(file: &object::File) -> HashMap<u64, Vec<u64>> {
 
 /// The landing pads of one LSDA (header, then the call-site table).
 fn call_site_pads(lsda: &[u8], function_start: u64) -> Option<Vec<u64>> {
-    let mut r = Reader { data: lsda, pos: 0 };
-    let lp_start_encoding = r.u8()?;
+    let mut r = Reader::new(lsda, Endian::Little);
+    let lp_start_encoding = r.u8().ok()?;
     let lp_start = if lp_start_encoding == DW_EH_PE_OMIT {
         function_start
     } else {
-        r.encoded(lp_start_encoding)?
+        encoded(&mut r, lp_start_encoding)?
     };
-    if r.u8()? != DW_EH_PE_OMIT {
-        r.uleb()?; // type table offset
+    if r.u8().ok()? != DW_EH_PE_OMIT {
+        r.uleb128().ok()?; // type table offset
     }
-    let encoding = r.u8()?;
-    let length = usize::try_from(r.uleb()?).ok()?;
-    let end = r.pos.checked_add(length)?;
+    let encoding = r.u8().ok()?;
+    let length = r.uleb128().ok()?;
+    let end = r.offset().checked_add(length)?;
     let mut pads = Vec::new();
-    while r.pos < end {
-        let _start = r.encoded(encoding)?;
-        let _length = r.encoded(encoding)?;
-        let pad = r.encoded(encoding)?;
-        r.uleb()?; // action
+    while r.offset() < end {
+        let _start = encoded(&mut r, encoding)?;
+        let _length = encoded(&mut r, encoding)?;
+        let pad = encoded(&mut r, encoding)?;
+        r.uleb128().ok()?; // action
         if pad != 0 {
             pads.push(lp_start.wrapping_add(pad));
         }
@@ -84,71 +85,18 @@ fn call_site_pads(lsda: &[u8], function_start: u64) -> Option<Vec<u64>> {
 
 const DW_EH_PE_OMIT: u8 = 0xff;
 
-struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn u8(&mut self) -> Option<u8> {
-        let b = *self.data.get(self.pos)?;
-        self.pos += 1;
-        Some(b)
-    }
-
-    fn bytes<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let b = self.data.get(self.pos..self.pos + N)?.try_into().ok()?;
-        self.pos += N;
-        Some(b)
-    }
-
-    fn uleb(&mut self) -> Option<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        None
-    }
-
-    fn sleb(&mut self) -> Option<u64> {
-        let mut value = 0i64;
-        let mut shift = 0;
-        loop {
-            let b = self.u8()?;
-            value |= i64::from(b & 0x7f).checked_shl(shift)?;
-            shift += 7;
-            if b & 0x80 == 0 {
-                if shift < 64 && b & 0x40 != 0 {
-                    value |= -1i64 << shift;
-                }
-                return Some(value as u64);
-            }
-        }
-    }
-
-    /// A value in one of the `DW_EH_PE_*` formats used by call-site tables (absolute values:
-    /// the offsets in call-site tables are relative to LPStart by definition).
-    fn encoded(&mut self, encoding: u8) -> Option<u64> {
-        match encoding & 0x0f {
-            0x00 => self.bytes::<8>().map(u64::from_le_bytes),
-            0x01 => self.uleb(),
-            0x02 => self.bytes::<2>().map(|b| u64::from(u16::from_le_bytes(b))),
-            0x03 => self.bytes::<4>().map(|b| u64::from(u32::from_le_bytes(b))),
-            0x04 => self.bytes::<8>().map(u64::from_le_bytes),
-            0x09 => self.sleb(),
-            0x0a => self
-                .bytes::<2>()
-                .map(|b| i16::from_le_bytes(b) as i64 as u64),
-            0x0b => self
-                .bytes::<4>()
-                .map(|b| i32::from_le_bytes(b) as i64 as u64),
-            0x0c => self.bytes::<8>().map(u64::from_le_bytes),
-            _ => None,
-        }
+/// A value in one of the `DW_EH_PE_*` formats used by call-site tables (absolute values: the
+/// offsets in call-site tables are relative to LPStart by definition).
+fn encoded(r: &mut Reader<'_>, encoding: u8) -> Option<u64> {
+    match encoding & 0x0f {
+        0x00 | 0x04 | 0x0c => r.u64().ok(),
+        0x01 => r.uleb128().ok(),
+        0x02 => r.u16().ok().map(u64::from),
+        0x03 => r.u32().ok().map(u64::from),
+        0x09 => r.sleb128().ok().map(|v| v as u64),
+        0x0a => r.u16().ok().map(|v| v as i16 as i64 as u64),
+        0x0b => r.u32().ok().map(|v| v as i32 as i64 as u64),
+        _ => None,
     }
 }
 

@@ -15,8 +15,8 @@
 use hashbrown::{HashMap, HashSet};
 use rayon::prelude::*;
 
+use formats::bytes::{write_uleb128 as write_uleb, Endian, Reader};
 use formats::sampleprof::binary::{self, flag, sec, ExtBinaryOptions, Section};
-use formats::sampleprof::leb::write_uleb;
 use formats::sampleprof::summary;
 use formats::sampleprof::{detect, model::md5_guid, Format};
 
@@ -457,30 +457,16 @@ fn read_text(data: &[u8]) -> Option<FastProfile<'_>> {
 // ---------------------------------------------------------------------------------------------
 // Reading ExtBinary
 
-struct Rd<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
+/// The shared byte reader, failures as `None` (the fast path then gives way).
+struct Rd<'a>(Reader<'a>);
 
 impl<'a> Rd<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Rd(Reader::new(buf, Endian::Little))
+    }
+
     fn uleb(&mut self) -> Option<u64> {
-        let mut v = 0u64;
-        let mut shift = 0;
-        loop {
-            let b = *self.buf.get(self.pos)?;
-            self.pos += 1;
-            if shift == 63 && b > 1 {
-                return None;
-            }
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-            shift += 7;
-            if shift > 63 {
-                return None;
-            }
-        }
+        self.0.uleb128().ok()
     }
 
     fn u32(&mut self) -> Option<u32> {
@@ -543,7 +529,7 @@ fn read_ext(data: &[u8]) -> Option<FastProfile<'_>> {
 
 /// Sorted, distinct start offsets of the top-level records from a function offset table.
 fn function_starts(table: &[u8], lbr_len: usize) -> Option<Vec<usize>> {
-    let mut rd = Rd { buf: table, pos: 0 };
+    let mut rd = Rd::new(table);
     let n = usize::try_from(rd.uleb()?).ok()?;
     if n > table.len() {
         return None;
@@ -566,11 +552,9 @@ fn function_starts(table: &[u8], lbr_len: usize) -> Option<Vec<usize>> {
 /// The top-level records in `lbr[start..]`, which must end exactly at the slice's end.
 fn decode_records(lbr: &[u8], start: usize, n_names: usize) -> Option<Arena<'_>> {
     let mut a = Arena::default();
-    let mut rd = Rd {
-        buf: lbr,
-        pos: start,
-    };
-    while rd.pos < lbr.len() {
+    let mut rd = Rd::new(lbr);
+    rd.0.skip(start).ok()?;
+    while !rd.0.is_empty() {
         let head = rd.uleb()?;
         let name = rd.u32()?;
         if name as usize >= n_names {
@@ -580,31 +564,26 @@ fn decode_records(lbr: &[u8], start: usize, n_names: usize) -> Option<Arena<'_>>
         a.nodes[idx as usize].head = head;
         a.tops.push(idx);
     }
-    (rd.pos == lbr.len()).then_some(a)
+    Some(a)
 }
 
 /// A name table of NUL-terminated names that is strictly sorted (LLVM writes it so), so that
 /// table indices compare as names do.
 fn read_names(payload: &[u8]) -> Option<Vec<&[u8]>> {
-    let mut rd = Rd {
-        buf: payload,
-        pos: 0,
-    };
+    let mut rd = Rd::new(payload);
     let n = usize::try_from(rd.uleb()?).ok()?;
     if n > payload.len() {
         return None;
     }
     let mut names = Vec::with_capacity(n);
     for _ in 0..n {
-        let end = rd.pos + memchr::memchr(0, &payload[rd.pos..])?;
-        let name = &payload[rd.pos..end];
+        let name = rd.0.c_str().ok()?;
         if name.is_empty() || names.last().is_some_and(|p: &&[u8]| *p >= name) {
             return None;
         }
         names.push(name);
-        rd.pos = end + 1;
     }
-    (rd.pos == payload.len()).then_some(names)
+    rd.0.is_empty().then_some(names)
 }
 
 fn decode_samples(rd: &mut Rd, n_names: usize, a: &mut Arena, name: Name) -> Option<u32> {

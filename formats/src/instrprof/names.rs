@@ -5,10 +5,11 @@
 use std::io::Read;
 
 use super::error::{Error, ErrorKind, Result};
-use super::md5_hash;
+use super::md5_guid;
+use crate::bytes::{write_uleb128, Endian, Reader};
 
 /// The separator between names inside a chunk.
-pub const NAME_SEPARATOR: u8 = 0x01;
+pub(crate) const NAME_SEPARATOR: u8 = 0x01;
 
 /// Decoded names: one buffer and the span of each name, in section order.
 #[derive(Clone, Debug, Default)]
@@ -43,76 +44,44 @@ impl NameList {
     }
 }
 
-/// Reads a ULEB128 at `pos`, returning the value and the bytes it took.
-pub fn read_uleb128(data: &[u8], pos: usize) -> Option<(u64, usize)> {
-    let mut value: u64 = 0;
-    let mut shift = 0u32;
-    for (i, &byte) in data.get(pos..)?.iter().enumerate() {
-        let low = u64::from(byte & 0x7f);
-        if shift >= 64 || (shift > 0 && low >> (64 - shift) != 0) {
-            return None;
-        }
-        value |= low << shift;
-        if byte & 0x80 == 0 {
-            return Some((value, i + 1));
-        }
-        shift += 7;
-    }
-    None
-}
-
-pub fn write_uleb128(out: &mut Vec<u8>, mut value: u64) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
 /// Decodes a whole names section that starts at file offset `base`. An empty name is an error,
 /// as in LLVM ("symbol name is empty").
-pub fn decode_names(section: &[u8], base: usize) -> Result<NameList> {
+pub(crate) fn decode_names(section: &[u8], base: usize) -> Result<NameList> {
     let mut list = NameList::default();
-    let mut pos = 0;
-    while pos < section.len() {
-        let (uncompressed_len, n) = read_uleb128(section, pos).ok_or_else(|| {
-            Error::malformed(base + pos, "bad ULEB128 length in the names section")
-        })?;
-        pos += n;
-        let (compressed_len, n) = read_uleb128(section, pos).ok_or_else(|| {
-            Error::malformed(base + pos, "bad ULEB128 length in the names section")
-        })?;
-        pos += n;
+    let mut r = Reader::at(section, Endian::Little, base as u64);
+    let length = |r: &mut Reader<'_>| {
+        r.uleb128().map_err(|e| {
+            Error::malformed(e.offset as usize, "bad ULEB128 length in the names section")
+        })
+    };
+    while !r.is_empty() {
+        let uncompressed_len = length(&mut r)?;
+        let compressed_len = length(&mut r)?;
         let chunk_start = list.buffer.len();
+        let at = r.offset() as usize;
         if compressed_len != 0 {
-            let input = take(section, pos, compressed_len, base)?;
+            let input = take(&mut r, compressed_len)?;
             inflate_into(input, uncompressed_len, &mut list.buffer)
-                .map_err(|kind| Error::at_byte(base + pos, kind))?;
-            pos += input.len();
+                .map_err(|kind| Error::at_byte(at, kind))?;
         } else {
-            let input = take(section, pos, uncompressed_len, base)?;
+            let input = take(&mut r, uncompressed_len)?;
             list.buffer.extend_from_slice(input);
-            pos += input.len();
         }
-        split_names(&mut list, chunk_start, base + pos)?;
-        while section.get(pos) == Some(&0) {
-            pos += 1;
-        }
+        split_names(&mut list, chunk_start, r.offset() as usize)?;
+        let padding = r.rest().iter().take_while(|&&b| b == 0).count();
+        r.skip(padding).unwrap_or_default();
     }
     Ok(list)
 }
 
-fn take(section: &[u8], pos: usize, len: u64, base: usize) -> Result<&[u8]> {
+fn take<'a>(r: &mut Reader<'a>, len: u64) -> Result<&'a [u8]> {
+    let at = r.offset() as usize;
     usize::try_from(len)
         .ok()
-        .and_then(|len| section.get(pos..pos.checked_add(len)?))
+        .and_then(|len| r.take(len).ok())
         .ok_or_else(|| {
             Error::malformed(
-                base + pos,
+                at,
                 format!("names chunk of {len} bytes runs past the end of the names section"),
             )
         })
@@ -130,9 +99,9 @@ fn inflate_into(
     let before = out.len();
     decoder
         .read_to_end(out)
-        .map_err(|_| ErrorKind::UncompressFailed)?;
+        .map_err(|e| ErrorKind::UncompressFailed(Some(e.into())))?;
     if (out.len() - before) as u64 > uncompressed_len {
-        return Err(ErrorKind::UncompressFailed);
+        return Err(ErrorKind::UncompressFailed(None));
     }
     Ok(())
 }
@@ -150,17 +119,9 @@ fn split_names(list: &mut NameList, chunk_start: usize, offset: usize) -> Result
     Ok(())
 }
 
-/// Encodes names as one uncompressed chunk (what clang writes without zlib).
-pub fn encode_names_plain(names: &[&[u8]], out: &mut Vec<u8>) {
-    let joined = names.join(&NAME_SEPARATOR);
-    write_uleb128(out, joined.len() as u64);
-    write_uleb128(out, 0);
-    out.extend_from_slice(&joined);
-}
-
 /// Encodes names as one zlib-compressed chunk, level 9 (what LLVM writes when zlib is
 /// available; the system zlib gives the same bytes).
-pub fn encode_names_zlib(names: &[&[u8]], out: &mut Vec<u8>) {
+pub(crate) fn encode_names_zlib(names: &[&[u8]], out: &mut Vec<u8>) {
     use std::io::Write;
     let joined = names.join(&NAME_SEPARATOR);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
@@ -185,7 +146,7 @@ impl Symtab {
     pub fn from_names<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Symtab {
         let mut entries: Vec<(u64, Box<[u8]>)> = names
             .into_iter()
-            .map(|n| (md5_hash(n), Box::from(n)))
+            .map(|n| (md5_guid(n), Box::from(n)))
             .collect();
         entries.sort_by_key(|e| e.0);
         entries.dedup_by_key(|e| e.0);

@@ -2,7 +2,7 @@
 //! `evsel__parse_sample` (which differs from the uapi comment: AUX comes last).
 
 use super::attr::{branch_sample, read_format as rf, sample_type as st, EventAttr};
-use crate::bytes::{Bytes, Cursor, Endian};
+use crate::bytes::{Bytes, Endian, Reader};
 
 /// What a SAMPLE of one event looks like, precomputed once per attr.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,46 +81,46 @@ impl SampleLayout {
     #[inline]
     pub fn parse<'a>(&self, body: Bytes<'a>) -> Result<Sample<'a>, &'static str> {
         let mut s = Sample::default();
-        let mut c = Cursor::new(body);
+        let mut c = Reader::from(body);
         if self.has(st::IDENTIFIER) {
-            s.id = Some(c.u64().ok_or("IDENTIFIER")?);
+            s.id = Some(c.u64().map_err(|_| "IDENTIFIER")?);
         }
         if self.has(st::IP) {
-            s.ip = c.u64().ok_or("IP")?;
+            s.ip = c.u64().map_err(|_| "IP")?;
         }
         if self.has(st::TID) {
-            s.pid = c.u32().ok_or("TID")?;
-            s.tid = c.u32().ok_or("TID")?;
+            s.pid = c.u32().map_err(|_| "TID")?;
+            s.tid = c.u32().map_err(|_| "TID")?;
         }
         if self.has(st::TIME) {
-            s.time = Some(c.u64().ok_or("TIME")?);
+            s.time = Some(c.u64().map_err(|_| "TIME")?);
         }
         if self.has(st::ADDR) {
-            s.addr = c.u64().ok_or("ADDR")?;
+            s.addr = c.u64().map_err(|_| "ADDR")?;
         }
         if self.has(st::ID) {
-            s.id = Some(c.u64().ok_or("ID")?);
+            s.id = Some(c.u64().map_err(|_| "ID")?);
         }
         if self.has(st::STREAM_ID) {
-            s.stream_id = c.u64().ok_or("STREAM_ID")?;
+            s.stream_id = c.u64().map_err(|_| "STREAM_ID")?;
         }
         if self.has(st::CPU) {
-            s.cpu = c.u32().ok_or("CPU")?;
-            c.u32().ok_or("CPU")?;
+            s.cpu = c.u32().map_err(|_| "CPU")?;
+            c.u32().map_err(|_| "CPU")?;
         }
         if self.has(st::PERIOD) {
-            s.period = c.u64().ok_or("PERIOD")?;
+            s.period = c.u64().map_err(|_| "PERIOD")?;
         }
         if self.has(st::READ) {
             self.skip_read(&mut c).ok_or("READ")?;
         }
         if self.has(st::CALLCHAIN) {
-            let nr = c.u64().ok_or("CALLCHAIN")?;
+            let nr = c.u64().map_err(|_| "CALLCHAIN")?;
             s.callchain = Some(take_u64s(&mut c, nr).ok_or("CALLCHAIN")?);
         }
         if self.has(st::RAW) {
-            let size = c.u32().ok_or("RAW")?;
-            s.raw = Some(c.take(size as usize).ok_or("RAW")?);
+            let size = c.u32().map_err(|_| "RAW")?;
+            s.raw = Some(c.take(size as usize).map_err(|_| "RAW")?);
         }
         if self.has(st::BRANCH_STACK) {
             s.branch_stack = Some(self.branch_stack(&mut c).ok_or("BRANCH_STACK")?);
@@ -129,88 +129,88 @@ impl SampleLayout {
             skip_regs(&mut c, self.regs_user).ok_or("REGS_USER")?;
         }
         if self.has(st::STACK_USER) {
-            let size = c.u64().ok_or("STACK_USER")?;
+            let size = c.u64().map_err(|_| "STACK_USER")?;
             if size != 0 {
                 c.skip(usize::try_from(size).ok().ok_or("STACK_USER")?)
-                    .ok_or("STACK_USER")?;
-                c.u64().ok_or("STACK_USER")?;
+                    .map_err(|_| "STACK_USER")?;
+                c.u64().map_err(|_| "STACK_USER")?;
             }
         }
         if self.has(st::WEIGHT) || self.has(st::WEIGHT_STRUCT) {
-            s.weight = c.u64().ok_or("WEIGHT")?;
+            s.weight = c.u64().map_err(|_| "WEIGHT")?;
         }
         if self.has(st::DATA_SRC) {
-            s.data_src = c.u64().ok_or("DATA_SRC")?;
+            s.data_src = c.u64().map_err(|_| "DATA_SRC")?;
         }
         if self.has(st::TRANSACTION) {
-            c.u64().ok_or("TRANSACTION")?;
+            c.u64().map_err(|_| "TRANSACTION")?;
         }
         if self.has(st::REGS_INTR) {
             skip_regs(&mut c, self.regs_intr).ok_or("REGS_INTR")?;
         }
         if self.has(st::PHYS_ADDR) {
-            s.phys_addr = c.u64().ok_or("PHYS_ADDR")?;
+            s.phys_addr = c.u64().map_err(|_| "PHYS_ADDR")?;
         }
         if self.has(st::CGROUP) {
-            s.cgroup = c.u64().ok_or("CGROUP")?;
+            s.cgroup = c.u64().map_err(|_| "CGROUP")?;
         }
         if self.has(st::DATA_PAGE_SIZE) {
-            c.u64().ok_or("DATA_PAGE_SIZE")?;
+            c.u64().map_err(|_| "DATA_PAGE_SIZE")?;
         }
         if self.has(st::CODE_PAGE_SIZE) {
-            c.u64().ok_or("CODE_PAGE_SIZE")?;
+            c.u64().map_err(|_| "CODE_PAGE_SIZE")?;
         }
         if self.has(st::AUX) {
-            let size = c.u64().ok_or("AUX")?;
+            let size = c.u64().map_err(|_| "AUX")?;
             c.skip(usize::try_from(size).ok().ok_or("AUX")?)
-                .ok_or("AUX")?;
+                .map_err(|_| "AUX")?;
         }
         Ok(s)
     }
 
-    fn skip_read(&self, c: &mut Cursor<'_>) -> Option<()> {
+    fn skip_read(&self, c: &mut Reader<'_>) -> Option<()> {
         let f = self.read_format;
         let times =
             (f & rf::TOTAL_TIME_ENABLED != 0) as usize + (f & rf::TOTAL_TIME_RUNNING != 0) as usize;
         let per_value = 1 + (f & rf::ID != 0) as usize + (f & rf::LOST != 0) as usize;
         if f & rf::GROUP != 0 {
-            let nr = c.u64()?;
-            c.skip(8 * times)?;
+            let nr = c.u64().ok()?;
+            c.skip(8 * times).ok()?;
             let values = usize::try_from(nr).ok()?.checked_mul(8 * per_value)?;
-            c.skip(values)
+            c.skip(values).ok()
         } else {
-            c.skip(8 * (per_value + times))
+            c.skip(8 * (per_value + times)).ok()
         }
     }
 
-    fn branch_stack<'a>(&self, c: &mut Cursor<'a>) -> Option<BranchStack<'a>> {
-        let nr = usize::try_from(c.u64()?).ok()?;
+    fn branch_stack<'a>(&self, c: &mut Reader<'a>) -> Option<BranchStack<'a>> {
+        let nr = usize::try_from(c.u64().ok()?).ok()?;
         let hw_index = if self.branch_hw_index {
-            Some(c.u64()?)
+            Some(c.u64().ok()?)
         } else {
             None
         };
-        let entries = c.take(nr.checked_mul(BranchEntry::SIZE)?)?;
+        let entries = c.take(nr.checked_mul(BranchEntry::SIZE)?).ok()?;
         if self.branch_counters {
-            c.skip(nr * 8)?;
+            c.skip(nr * 8).ok()?;
         }
         Some(BranchStack {
-            entries: Bytes::new(entries, c.bytes.endian),
+            entries: Bytes::new(entries, c.endian()),
             hw_index,
         })
     }
 }
 
-fn take_u64s<'a>(c: &mut Cursor<'a>, nr: u64) -> Option<Bytes<'a>> {
+fn take_u64s<'a>(c: &mut Reader<'a>, nr: u64) -> Option<Bytes<'a>> {
     let len = usize::try_from(nr).ok()?.checked_mul(8)?;
-    Some(Bytes::new(c.take(len)?, c.bytes.endian))
+    Some(Bytes::new(c.take(len).ok()?, c.endian()))
 }
 
 /// `u64 abi; u64 regs[popcount(mask)]` — no registers follow when `abi` is 0.
-fn skip_regs(c: &mut Cursor<'_>, count: u32) -> Option<()> {
-    let abi = c.u64()?;
+fn skip_regs(c: &mut Reader<'_>, count: u32) -> Option<()> {
+    let abi = c.u64().ok()?;
     if abi != 0 {
-        c.skip(8 * count as usize)?;
+        c.skip(8 * count as usize).ok()?;
     }
     Some(())
 }

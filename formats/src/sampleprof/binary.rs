@@ -12,12 +12,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::error::{Error, Result};
-use super::leb::write_uleb;
 use super::llvm_magic;
 use super::model::{Context, ContextFrame, FunctionId, FunctionSamples, LineLocation, Profile};
 use super::summary::{self, Summary};
+use crate::bytes::{write_uleb128, Endian, Reader};
 
-pub const VERSION: u64 = 103;
+pub(crate) const VERSION: u64 = 103;
 
 /// ExtBinary section types.
 pub mod sec {
@@ -53,17 +53,21 @@ const MAX_NESTING: usize = 2000;
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-/// A bounded reader over one buffer (the file, or a decompressed section). `origin` is the
-/// file offset errors are reported against.
+/// The file's [`Reader`] (over the file, or a decompressed section reported against the
+/// section's file offset), with errors that name the field being read.
 struct Rd<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    origin: u64,
+    r: Reader<'a>,
 }
 
 impl<'a> Rd<'a> {
+    fn new(buf: &'a [u8], origin: u64) -> Self {
+        Rd {
+            r: Reader::at(buf, Endian::Little, origin),
+        }
+    }
+
     fn offset(&self) -> u64 {
-        self.origin + self.pos as u64
+        self.r.offset()
     }
 
     fn truncated(&self, what: &'static str) -> Error {
@@ -81,58 +85,36 @@ impl<'a> Rd<'a> {
     }
 
     fn at_end(&self) -> bool {
-        self.pos >= self.buf.len()
+        self.r.is_empty()
     }
 
     fn uleb(&mut self, what: &'static str) -> Result<u64> {
-        let mut value = 0u64;
-        let mut shift = 0u32;
-        let mut pos = self.pos;
-        loop {
-            let Some(&byte) = self.buf.get(pos) else {
-                return Err(self.truncated(what));
-            };
-            pos += 1;
-            let slice = u64::from(byte & 0x7f);
-            if shift >= 64 && slice != 0 || shift < 64 && (slice << shift) >> shift != slice {
-                return Err(self.malformed(format!("{what}: ULEB128 value exceeds 64 bits")));
-            }
-            if shift < 64 {
-                value |= slice << shift;
-            }
-            shift += 7;
-            if byte & 0x80 == 0 {
-                break;
-            }
-        }
-        self.pos = pos;
-        Ok(value)
+        self.r.uleb128().map_err(|e| Error::read(e, what))
     }
 
     /// LLVM `readNumber<uint32_t>`: a ULEB128 that must fit 32 bits.
     fn uleb32(&mut self, what: &'static str) -> Result<u32> {
-        let start = self.pos;
+        let start = self.r;
         let v = self.uleb(what)?;
         u32::try_from(v).map_err(|_| {
-            self.pos = start;
+            self.r = start;
             self.malformed(format!("{what}: {v} does not fit 32 bits"))
         })
     }
 
     fn u64le(&mut self, what: &'static str) -> Result<u64> {
-        let b = self
-            .buf
-            .get(self.pos..self.pos + 8)
-            .ok_or_else(|| self.truncated(what))?;
-        self.pos += 8;
-        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        self.r.u64().map_err(|e| Error::read(e, what))
     }
 
     fn c_string(&mut self, what: &'static str) -> Result<&'a [u8]> {
-        let rest = &self.buf[self.pos.min(self.buf.len())..];
-        let n = memchr::memchr(0, rest).ok_or_else(|| self.truncated(what))?;
-        self.pos += n + 1;
-        Ok(&rest[..n])
+        self.r.c_str().map_err(|e| Error::read(e, what))
+    }
+
+    /// Consumes and returns the bytes left.
+    fn take_rest(&mut self) -> &'a [u8] {
+        let rest = self.r.rest();
+        self.r.skip(rest.len()).unwrap_or_default();
+        rest
     }
 }
 
@@ -287,11 +269,7 @@ impl Decoder {
 
 /// Reads a raw binary profile.
 pub fn read_raw(data: &[u8]) -> Result<Profile> {
-    let mut rd = Rd {
-        buf: data,
-        pos: 0,
-        origin: 0,
-    };
+    let mut rd = Rd::new(data, 0);
     Decoder::magic(&mut rd, 0xFF)?;
     Decoder::summary(&mut rd)?;
     let mut d = Decoder::default();
@@ -312,11 +290,7 @@ pub struct SectionEntry {
 
 /// The section header table of an ExtBinary profile.
 pub fn read_section_table(data: &[u8]) -> Result<Vec<SectionEntry>> {
-    let mut rd = Rd {
-        buf: data,
-        pos: 0,
-        origin: 0,
-    };
+    let mut rd = Rd::new(data, 0);
     Decoder::magic(&mut rd, 0x04)?;
     let n = rd.u64le("section count")?;
     if n > (data.len() / 32) as u64 {
@@ -336,16 +310,12 @@ pub fn read_section_table(data: &[u8]) -> Result<Vec<SectionEntry>> {
 
 /// Inflates a compressed section: ULEB uncompressed size, ULEB compressed size, zlib stream.
 fn inflate(section: &[u8], origin: u64) -> Result<Vec<u8>> {
-    let mut rd = Rd {
-        buf: section,
-        pos: 0,
-        origin,
-    };
+    let mut rd = Rd::new(section, origin);
     let size = rd.uleb("uncompressed size")?;
     let csize = rd.uleb("compressed size")?;
-    let stream = section
-        .get(rd.pos..)
-        .and_then(|s| s.get(..usize::try_from(csize).ok()?))
+    let stream = usize::try_from(csize)
+        .ok()
+        .and_then(|n| rd.r.rest().get(..n))
         .ok_or_else(|| rd.truncated("compressed section"))?;
     // Never trust the declared size for the allocation; inflate at most that many bytes.
     let mut out = Vec::with_capacity((size as usize).min(stream.len().saturating_mul(16)));
@@ -357,11 +327,13 @@ fn inflate(section: &[u8], origin: u64) -> Result<Vec<u8>> {
         .map_err(|e| Error::Zlib {
             offset: origin,
             message: e.to_string(),
+            source: Some(e.into()),
         })?;
     if out.len() as u64 != size {
         return Err(Error::Zlib {
             offset: origin,
             message: format!("inflated {} bytes, header says {size}", out.len()),
+            source: None,
         });
     }
     Ok(out)
@@ -391,20 +363,16 @@ pub fn read_ext(data: &[u8]) -> Result<Profile> {
         } else {
             section
         };
-        let mut rd = Rd {
-            buf,
-            pos: 0,
-            origin: e.offset,
-        };
+        let mut rd = Rd::new(buf, e.offset);
         d.section(&mut rd, e)?;
-        if rd.pos != buf.len() {
+        if !rd.at_end() {
             return Err(Error::Malformed {
                 offset: e.offset,
                 what: format!(
                     "section of type {} has {} bytes, {} were read (Malformed sample profile data)",
                     e.kind,
                     buf.len(),
-                    rd.pos
+                    buf.len() - rd.r.len()
                 ),
             });
         }
@@ -448,16 +416,16 @@ impl Decoder {
                 }
             }
             sec::SYMBOL_LIST => {
-                let rest = &rd.buf[rd.pos..];
-                for s in rest.split(|&b| b == 0) {
+                for s in rd.take_rest().split(|&b| b == 0) {
                     if !s.is_empty() {
                         self.profile.symbol_list.insert(Arc::from(s));
                     }
                 }
-                rd.pos = rd.buf.len();
             }
             // The offset table only serves lazy loading; like LLVM's tools, read everything.
-            _ => rd.pos = rd.buf.len(),
+            _ => {
+                rd.take_rest();
+            }
         }
         Ok(())
     }
@@ -467,7 +435,7 @@ impl Decoder {
             let n = rd.uleb("name table size")?;
             let bytes = n
                 .checked_mul(8)
-                .filter(|&b| b <= (rd.buf.len() - rd.pos) as u64)
+                .filter(|&b| b <= rd.r.len() as u64)
                 .ok_or_else(|| rd.truncated("fixed-length MD5 name table"))?;
             self.names.clear();
             for _ in 0..bytes / 8 {
@@ -624,18 +592,18 @@ impl Encoder {
     }
 
     fn name(&self, out: &mut Vec<u8>, f: &FunctionId) {
-        write_uleb(out, self.names[f]);
+        write_uleb128(out, self.names[f]);
     }
 
     fn context(&self, out: &mut Vec<u8>, c: &Context) {
         match c {
             Context::Plain(f) => self.name(out, f),
-            Context::Cs(_) => write_uleb(out, self.contexts[c]),
+            Context::Cs(_) => write_uleb128(out, self.contexts[c]),
         }
     }
 
     fn string_name_table(&self, out: &mut Vec<u8>) {
-        write_uleb(out, self.table.len() as u64);
+        write_uleb128(out, self.table.len() as u64);
         for n in &self.table {
             let _ = n.write_to(out);
             out.push(0);
@@ -643,7 +611,7 @@ impl Encoder {
     }
 
     fn md5_name_table(&self, out: &mut Vec<u8>) {
-        write_uleb(out, self.table.len() as u64);
+        write_uleb128(out, self.table.len() as u64);
         for n in &self.table {
             out.extend_from_slice(&n.guid().to_le_bytes());
         }
@@ -655,25 +623,36 @@ impl Encoder {
     }
 
     fn samples(&self, out: &mut Vec<u8>, fs: &FunctionSamples) {
-        write_uleb(out, fs.total);
-        write_uleb(out, fs.body.len() as u64);
+        write_uleb128(out, fs.total);
+        write_uleb128(out, fs.body.len() as u64);
         for (loc, rec) in &fs.body {
-            write_uleb(out, loc.line.into());
-            write_uleb(out, loc.disc.into());
-            write_uleb(out, rec.count);
-            write_uleb(out, rec.targets.len() as u64);
+            write_uleb128(out, loc.line.into());
+            write_uleb128(out, loc.disc.into());
+            write_uleb128(out, rec.count);
+            write_uleb128(out, rec.targets.len() as u64);
             for (t, c) in rec.sorted_targets() {
                 self.name(out, t);
-                write_uleb(out, c);
+                write_uleb128(out, c);
             }
         }
-        write_uleb(out, fs.callsite_count() as u64);
+        self.callsites(out, fs, Self::samples);
+    }
+
+    /// The callee count, then each callee's location and name followed by what `callee`
+    /// writes of it.
+    fn callsites(
+        &self,
+        out: &mut Vec<u8>,
+        fs: &FunctionSamples,
+        mut callee: impl FnMut(&Self, &mut Vec<u8>, &FunctionSamples),
+    ) {
+        write_uleb128(out, fs.callsite_count() as u64);
         for (loc, callees) in &fs.callsites {
-            for (name, callee) in callees {
-                write_uleb(out, loc.line.into());
-                write_uleb(out, loc.disc.into());
+            for (name, fs) in callees {
+                write_uleb128(out, loc.line.into());
+                write_uleb128(out, loc.disc.into());
                 self.name(out, name);
-                self.samples(out, callee);
+                callee(self, out, fs);
             }
         }
     }
@@ -689,58 +668,43 @@ impl Encoder {
         let mut offsets: Vec<(&Context, u64)> = Vec::with_capacity(functions.len());
         for &(ctx, fs) in functions {
             offsets.push((ctx, lbr.len() as u64));
-            write_uleb(&mut lbr, fs.head);
+            write_uleb128(&mut lbr, fs.head);
             self.body(&mut lbr, ctx, fs);
         }
         if cs {
             offsets.sort_by(|a, b| a.0.cmp(b.0));
         }
         let mut table = Vec::new();
-        write_uleb(&mut table, offsets.len() as u64);
+        write_uleb128(&mut table, offsets.len() as u64);
         for (ctx, off) in &offsets {
             self.context(&mut table, ctx);
-            write_uleb(&mut table, *off);
+            write_uleb128(&mut table, *off);
         }
         (lbr, table)
     }
 
     fn metadata(&self, out: &mut Vec<u8>, fs: &FunctionSamples, kind: &super::ProfileKind) {
         if kind.probe {
-            write_uleb(out, fs.checksum);
+            write_uleb128(out, fs.checksum);
         }
         if kind.cs || kind.preinlined {
-            write_uleb(out, fs.attributes.into());
+            write_uleb128(out, fs.attributes.into());
         }
         if !kind.cs {
-            write_uleb(out, fs.callsite_count() as u64);
-            for (loc, callees) in &fs.callsites {
-                for (name, callee) in callees {
-                    write_uleb(out, loc.line.into());
-                    write_uleb(out, loc.disc.into());
-                    self.name(out, name);
-                    self.metadata(out, callee, kind);
-                }
-            }
+            self.callsites(out, fs, |w, out, callee| w.metadata(out, callee, kind));
         }
     }
 }
 
 /// The summary section's payload.
 pub fn write_summary(out: &mut Vec<u8>, s: &Summary) {
-    for v in [
-        s.total_count,
-        s.max_count,
-        s.max_function_count,
-        s.num_counts,
-        s.num_functions,
-        s.entries.len() as u64,
-    ] {
-        write_uleb(out, v);
+    for v in s.scalars().into_iter().chain([s.entries.len() as u64]) {
+        write_uleb128(out, v);
     }
     for e in &s.entries {
-        write_uleb(out, e.cutoff.into());
-        write_uleb(out, e.min_count);
-        write_uleb(out, e.num_counts);
+        write_uleb128(out, e.cutoff.into());
+        write_uleb128(out, e.min_count);
+        write_uleb128(out, e.num_counts);
     }
 }
 
@@ -753,12 +717,12 @@ pub fn write_raw(profile: &Profile, out: &mut impl std::io::Write) -> Result<()>
     }
     let enc = Encoder::new(profile);
     let mut buf = Vec::new();
-    write_uleb(&mut buf, llvm_magic(0xFF));
-    write_uleb(&mut buf, VERSION);
+    write_uleb128(&mut buf, llvm_magic(0xFF));
+    write_uleb128(&mut buf, VERSION);
     write_summary(&mut buf, &summary::compute(profile));
     enc.string_name_table(&mut buf);
     for (ctx, fs) in profile.sorted_functions() {
-        write_uleb(&mut buf, fs.head);
+        write_uleb128(&mut buf, fs.head);
         enc.body(&mut buf, ctx, fs);
     }
     out.write_all(&buf)?;
@@ -779,8 +743,8 @@ fn compress(raw: Vec<u8>) -> Vec<u8> {
     z.write_all(&raw).expect("writing to memory");
     let packed = z.finish().expect("writing to memory");
     let mut out = Vec::with_capacity(packed.len() + 20);
-    write_uleb(&mut out, raw.len() as u64);
-    write_uleb(&mut out, packed.len() as u64);
+    write_uleb128(&mut out, raw.len() as u64);
+    write_uleb128(&mut out, packed.len() as u64);
     out.extend_from_slice(&packed);
     out
 }
@@ -842,15 +806,15 @@ pub fn write_ext_in_order(
 
     // Written (as a zero count) even for profiles without contexts.
     let mut cs_names = Vec::new();
-    write_uleb(&mut cs_names, enc.contexts.len() as u64);
+    write_uleb128(&mut cs_names, enc.contexts.len() as u64);
     {
         for ctx in enc.contexts.keys() {
             let Context::Cs(frames) = ctx else { continue };
-            write_uleb(&mut cs_names, frames.len() as u64);
+            write_uleb128(&mut cs_names, frames.len() as u64);
             for fr in frames.iter() {
                 enc.name(&mut cs_names, &fr.func);
-                write_uleb(&mut cs_names, fr.loc.line.into());
-                write_uleb(&mut cs_names, fr.loc.disc.into());
+                write_uleb128(&mut cs_names, fr.loc.line.into());
+                write_uleb128(&mut cs_names, fr.loc.disc.into());
             }
         }
     }
@@ -931,8 +895,8 @@ pub fn write_ext_in_order(
 /// header order, have the given (type, flags, size), laid out in `physical` order.
 pub fn section_header(sections: &[(u64, u64, u64)], physical: &[usize]) -> Vec<u8> {
     let mut head = Vec::new();
-    write_uleb(&mut head, llvm_magic(0x04));
-    write_uleb(&mut head, VERSION);
+    write_uleb128(&mut head, llvm_magic(0x04));
+    write_uleb128(&mut head, VERSION);
     head.extend_from_slice(&(sections.len() as u64).to_le_bytes());
     let mut offsets = vec![0u64; sections.len()];
     let mut at = (head.len() + sections.len() * 32) as u64;

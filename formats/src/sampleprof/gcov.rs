@@ -21,6 +21,7 @@ use std::sync::Arc;
 use super::error::{Error, Result};
 use super::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
 use super::summary;
+use crate::bytes::{Endian, Reader};
 
 pub const MAGIC: u32 = 0x6763_6461;
 pub const VERSION_407: u32 = 0x3430_372A;
@@ -76,15 +77,20 @@ pub fn detect(data: &[u8]) -> Option<Version> {
         .flatten()
 }
 
+/// The file's little-endian [`Reader`], with errors that name the field being read.
 struct Rd<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    r: Reader<'a>,
 }
 
 impl<'a> Rd<'a> {
+    /// File offset of the next byte.
+    fn pos(&self) -> usize {
+        self.r.offset() as usize
+    }
+
     fn truncated(&self, what: &'static str) -> Error {
         Error::Truncated {
-            offset: self.pos as u64,
+            offset: self.r.offset(),
             what,
         }
     }
@@ -97,14 +103,10 @@ impl<'a> Rd<'a> {
     }
 
     fn u32(&mut self, what: &'static str) -> Result<u32> {
-        let b = self
-            .buf
-            .get(self.pos..self.pos + 4)
-            .ok_or_else(|| self.truncated(what))?;
-        self.pos += 4;
-        Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        self.r.u32().map_err(|e| Error::read(e, what))
     }
 
+    /// Two words, low first (so a file cut between them is reported at the second).
     fn u64(&mut self, what: &'static str) -> Result<u64> {
         let lo = self.u32(what)?;
         let hi = self.u32(what)?;
@@ -118,17 +120,13 @@ impl<'a> Rd<'a> {
         } else {
             n.checked_mul(4).ok_or_else(|| self.truncated("string"))?
         };
-        let s = self
-            .buf
-            .get(self.pos..self.pos.saturating_add(bytes))
-            .ok_or_else(|| self.truncated("string"))?;
-        self.pos += bytes;
+        let s = self.r.take(bytes).map_err(|e| Error::read(e, "string"))?;
         // Up to the first NUL: padding (v1) and the terminator (v2) are not part of the name.
         Ok(&s[..memchr::memchr(0, s).unwrap_or(s.len())])
     }
 
     fn expect_tag(&mut self, tag: u32, what: &'static str) -> Result<()> {
-        let at = self.pos;
+        let at = self.pos();
         let t = self.u32(what)?;
         if t != tag {
             return Err(self.malformed(
@@ -140,12 +138,12 @@ impl<'a> Rd<'a> {
     }
 }
 
-struct Reader<'a> {
+struct Decoder<'a> {
     rd: Rd<'a>,
     names: Vec<FunctionId>,
 }
 
-impl Reader<'_> {
+impl Decoder<'_> {
     fn name(&mut self, idx: u64, at: usize) -> Result<FunctionId> {
         self.names.get(idx as usize).cloned().ok_or_else(|| {
             self.rd.malformed(
@@ -163,7 +161,7 @@ impl Reader<'_> {
     fn instance(&mut self, fs: &mut FunctionSamples, update: bool, depth: usize) -> Result<u64> {
         if depth > MAX_NESTING {
             return Err(self.rd.malformed(
-                self.rd.pos,
+                self.rd.pos(),
                 format!("inlining nested deeper than {MAX_NESTING}"),
             ));
         }
@@ -181,7 +179,7 @@ impl Reader<'_> {
                 fs.body.entry(loc).or_default().add_count(count, 1);
             }
             for _ in 0..n_targets {
-                let at = self.rd.pos;
+                let at = self.rd.pos();
                 let hist = self.rd.u32("histogram type")?;
                 if hist != HIST_TYPE_INDIR_CALL_TOPN {
                     return Err(self.rd.malformed(
@@ -189,7 +187,7 @@ impl Reader<'_> {
                         format!("histogram type {hist}, expected {HIST_TYPE_INDIR_CALL_TOPN} (indirect call top-n)"),
                     ));
                 }
-                let at = self.rd.pos;
+                let at = self.rd.pos();
                 let idx = self.rd.u64("target name index")?;
                 let target = self.name(idx, at)?;
                 let c = self.rd.u64("target count")?;
@@ -200,7 +198,7 @@ impl Reader<'_> {
         }
         for _ in 0..n_callsites {
             let offset = self.rd.u32("callsite offset")?;
-            let at = self.rd.pos;
+            let at = self.rd.pos();
             let idx = self.rd.u32("callee name index")?;
             let callee = self.name(idx.into(), at)?;
             let loc = LineLocation::new(offset >> 16, offset & 0xffff);
@@ -215,8 +213,10 @@ impl Reader<'_> {
 /// Reads a gcov profile of any supported version.
 pub fn read(data: &[u8]) -> Result<Profile> {
     let version = detect(data).ok_or(Error::UnrecognizedFormat)?;
-    let mut r = Reader {
-        rd: Rd { buf: data, pos: 12 },
+    let mut r = Decoder {
+        rd: Rd {
+            r: Reader::at(data.get(12..).unwrap_or_default(), Endian::Little, 12),
+        },
         names: Vec::new(),
     };
     if data.len() < 12 {
@@ -248,7 +248,7 @@ pub fn read(data: &[u8]) -> Result<Profile> {
     for _ in 0..n {
         let name = FunctionId::name(r.rd.string(version)?);
         if version == Version::V3 {
-            let at = r.rd.pos;
+            let at = r.rd.pos();
             let file = r.rd.u32("file index")?;
             if file != u32::MAX {
                 let f = files.get(file as usize).ok_or_else(|| {
@@ -275,7 +275,7 @@ pub fn read(data: &[u8]) -> Result<Profile> {
         } else {
             0
         };
-        let at = r.rd.pos;
+        let at = r.rd.pos();
         let idx = r.rd.u32("name index")?;
         let name = r.name(idx.into(), at)?;
         if timestamp != 0 {
@@ -410,13 +410,7 @@ pub fn write(profile: &Profile, version: Version, out: &mut impl std::io::Write)
     if version == Version::V3 {
         let s = summary::compute(profile);
         put_u32(&mut w.out, TAG_SUMMARY);
-        for v in [
-            s.total_count,
-            s.max_count,
-            s.max_function_count,
-            s.num_counts,
-            s.num_functions,
-        ] {
+        for v in s.scalars() {
             put_u64(&mut w.out, v);
         }
         put_u64(&mut w.out, s.entries.len() as u64);

@@ -36,11 +36,10 @@ pub(crate) const fn llvm_magic(format_byte: u8) -> u64 {
 
 /// Decides the encoding from the content, in the order LLVM's reader factory tries them.
 pub fn detect(data: &[u8]) -> Option<Format> {
-    let mut c =
-        crate::bytes::Cursor::new(crate::bytes::Bytes::new(data, crate::bytes::Endian::Little));
-    match leb::read_uleb(&mut c) {
-        Some(m) if m == llvm_magic(0x04) => return Some(Format::ExtBinary),
-        Some(m) if m == llvm_magic(0xFF) => return Some(Format::Binary),
+    let mut r = crate::bytes::Reader::new(data, crate::bytes::Endian::Little);
+    match r.uleb128() {
+        Ok(m) if m == llvm_magic(0x04) => return Some(Format::ExtBinary),
+        Ok(m) if m == llvm_magic(0xFF) => return Some(Format::Binary),
         _ => {}
     }
     if let Some(v) = gcov::detect(data) {
@@ -63,5 +62,3 @@ pub fn read(data: &[u8]) -> Result<Profile> {
         None => Err(Error::UnrecognizedFormat),
     }
 }
-
-pub mod leb;

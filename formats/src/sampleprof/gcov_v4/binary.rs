@@ -8,6 +8,7 @@ use super::{
     Body, Document, Inlined, Symbol, SymbolInfo, UnknownLocation, UnknownSection, MAGIC,
     MAX_NESTING, VERSION,
 };
+use crate::bytes::{write_uleb128, Endian, ReadError, ReadErrorKind, Reader as ByteReader};
 use crate::sampleprof::error::{Error, Result};
 use crate::sampleprof::model::LineLocation;
 use crate::sampleprof::summary::{Summary, SummaryEntry};
@@ -53,31 +54,35 @@ pub fn detect_binary(data: &[u8]) -> Option<bool> {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
-/// A bounded reader of fixed-width (big-endian) or varint fields.
+/// The file's big-endian [`ByteReader`] over one section, reading fixed-width fields or (compact)
+/// varints, with errors that name the field.
 pub struct Input<'a> {
-    data: &'a [u8],
-    pub(super) pos: usize,
-    end: usize,
+    r: ByteReader<'a>,
     compact: bool,
 }
 
 impl<'a> Input<'a> {
+    /// `data[pos..end]`, reported at its offsets in `data`.
     fn new(data: &'a [u8], pos: usize, end: usize, compact: bool) -> Self {
+        let bytes = data.get(pos..end).unwrap_or_default();
         Input {
-            data,
-            pos,
-            end,
+            r: ByteReader::at(bytes, Endian::Big, pos as u64),
             compact,
         }
     }
 
-    pub fn remaining(&self) -> usize {
-        self.end - self.pos
+    /// File offset of the next byte.
+    pub fn pos(&self) -> usize {
+        self.r.offset() as usize
     }
 
-    fn truncated(&self, what: &'static str) -> Error {
+    pub fn remaining(&self) -> usize {
+        self.r.len()
+    }
+
+    fn truncated(&self, e: ReadError, what: &'static str) -> Error {
         Error::Truncated {
-            offset: self.pos as u64,
+            offset: e.offset,
             what,
         }
     }
@@ -90,29 +95,22 @@ impl<'a> Input<'a> {
     }
 
     pub fn byte(&mut self, what: &'static str) -> Result<u8> {
-        if self.pos >= self.end {
-            return Err(self.truncated(what));
-        }
-        self.pos += 1;
-        Ok(self.data[self.pos - 1])
+        self.r.u8().map_err(|e| self.truncated(e, what))
     }
 
     pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(self.truncated(what));
-        }
-        self.pos += n;
-        Ok(&self.data[self.pos - n..self.pos])
+        self.r.take(n).map_err(|e| self.truncated(e, what))
     }
 
     /// A field of `width` bytes: fixed-width big-endian, or a varint that must fit the width.
     pub fn uint(&mut self, width: u32, what: &'static str) -> Result<u64> {
-        let at = self.pos;
+        let at = self.pos();
         let v = if self.compact {
             self.varint(what)?
         } else {
-            let b = self.bytes(width as usize, what)?;
-            b.iter().fold(0u64, |acc, &x| acc << 8 | u64::from(x))
+            self.r
+                .uint(width as usize)
+                .map_err(|e| self.truncated(e, what))?
         };
         if width < 8 && v >> (8 * width) != 0 {
             return Err(self.malformed(
@@ -128,26 +126,23 @@ impl<'a> Input<'a> {
     }
 
     fn varint(&mut self, what: &'static str) -> Result<u64> {
-        let at = self.pos;
-        let mut v = 0u64;
-        for i in 0..10 {
-            let b = self.byte(what)?;
-            let bits = u64::from(b & 0x7F);
-            if i == 9 && bits > 1 {
-                break;
-            }
-            v |= bits << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(self.malformed(at, format!("{what}: varint longer than 64 bits")))
+        self.r.uleb128().map_err(|e| match e.kind {
+            // Every byte left continues the varint: the missing one is at the end.
+            ReadErrorKind::UnexpectedEof => Error::Truncated {
+                offset: e.offset + self.r.len() as u64,
+                what,
+            },
+            _ => self.malformed(
+                e.offset as usize,
+                format!("{what}: varint longer than 64 bits"),
+            ),
+        })
     }
 
     /// A count of records of at least `min_size` bytes each, checked against the bytes left
     /// (so that a corrupt count cannot ask for a huge allocation).
     fn count(&mut self, width: u32, min_size: usize, what: &'static str) -> Result<usize> {
-        let at = self.pos;
+        let at = self.pos();
         let n = self.uint(width, what)?;
         if n > (self.remaining() / min_size.max(1)) as u64 {
             return Err(self.malformed(
@@ -252,7 +247,7 @@ impl<'a> Reader<'a> {
         let mut empty_entry = None;
         let mut info_of: BTreeMap<u32, (u64, usize)> = BTreeMap::new();
         for i in 0..n {
-            let at = r.pos;
+            let at = r.pos();
             let len = r.uint(4, "FILE_NAME_STRING_LENGTH")? as usize;
             let name = r.bytes(len, "FILE_NAME_STRING_CONTENT")?;
             let name = match name.split_last() {
@@ -275,17 +270,17 @@ impl<'a> Reader<'a> {
                 doc.files.push(Arc::from(name));
                 Some(doc.files.len() as u32 - 1)
             };
-            let at = r.pos;
+            let at = r.pos();
             let strings = r.uint(4, "STRING_TABLE_SECTION_INDEX")?;
             let strings = self.string_table(strings, at)?;
-            let at = r.pos;
+            let at = r.pos();
             let names = r.uint(4, "SYMBOL_NAMES_SECTION_INDEX")?;
             let start = r.u32("SYMBOL_ID_START")?;
             let end = r.u32("SYMBOL_ID_END")?;
             let mut s = self.open(names, SECTION_SYMBOL_NAMES, at)?;
             let count = s.count(4, 3, "GCOV_NUM_SYMBOL_NAMES")?;
             for _ in 0..count {
-                let at = s.pos;
+                let at = s.pos();
                 let idx = s.u32("SYMBOL_NAME_STRING_INDEX")?;
                 let name = strings.get(idx as usize).ok_or_else(|| {
                     s.malformed(
@@ -296,7 +291,7 @@ impl<'a> Reader<'a> {
                         ),
                     )
                 })?;
-                let at = s.pos;
+                let at = s.pos();
                 let id = s.u32("SYMBOL_ID")?;
                 if !(start..end).contains(&id) {
                     return Err(s.malformed(
@@ -304,7 +299,7 @@ impl<'a> Reader<'a> {
                         format!("symbol ID {id} is outside its TU's range [{start}, {end})"),
                     ));
                 }
-                let info_at = s.pos;
+                let info_at = s.pos();
                 let info = s.u32("SYMBOL_INFO_SECTION_INDEX")?;
                 let sym = Symbol {
                     name: name.clone(),
@@ -356,7 +351,7 @@ impl<'a> Reader<'a> {
 fn finish(r: &Input<'_>, section: &'static str) -> Result<()> {
     if r.remaining() != 0 {
         return Err(r.malformed(
-            r.pos,
+            r.pos(),
             format!(
                 "{} bytes left at the end of a {section} section",
                 r.remaining()
@@ -369,7 +364,10 @@ fn finish(r: &Input<'_>, section: &'static str) -> Result<()> {
 /// `SYMBOL_NUM_LOCATIONS` and the location records that follow.
 fn read_body(r: &mut Input<'_>, depth: usize) -> Result<Body> {
     if depth > MAX_NESTING {
-        return Err(r.malformed(r.pos, format!("inlining nested deeper than {MAX_NESTING}")));
+        return Err(r.malformed(
+            r.pos(),
+            format!("inlining nested deeper than {MAX_NESTING}"),
+        ));
     }
     let n = r.count(4, 2, "SYMBOL_NUM_LOCATIONS")?;
     let mut body = Body::default();
@@ -380,7 +378,7 @@ fn read_body(r: &mut Input<'_>, depth: usize) -> Result<Body> {
 }
 
 fn read_location(r: &mut Input<'_>, body: &mut Body, depth: usize) -> Result<()> {
-    let at = r.pos;
+    let at = r.pos();
     let bits = r.byte("LOCATION_BITMASK")?;
     let line = r.uint(3, "LOCATION_LINE_OFFSET")? as u32;
     let disc = if bits & HAS_DISCRIMINATOR != 0 {
@@ -466,7 +464,7 @@ pub fn read_binary(data: &[u8]) -> Result<Document> {
     let n = h.count(7, 2, "GCOV_NUM_SECTIONS")?;
     let mut spans = Vec::with_capacity(n + 2);
     for _ in 0..n + 2 {
-        let at = h.pos;
+        let at = h.pos();
         let offset = h.uint(8, "GCOV_SECTION_OFFSET")?;
         let size = h.uint(8, "GCOV_SECTION_SIZE")?;
         spans.push((at, offset, size));
@@ -528,12 +526,7 @@ impl Output {
     pub fn uint(&mut self, v: u64, width: u32) {
         debug_assert!(width == 8 || v >> (8 * width) == 0, "{v} in {width} bytes");
         if self.compact {
-            let mut v = v;
-            while v >= 0x80 {
-                self.buf.push(v as u8 | 0x80);
-                v >>= 7;
-            }
-            self.buf.push(v as u8);
+            write_uleb128(&mut self.buf, v);
         } else {
             self.buf
                 .extend_from_slice(&v.to_be_bytes()[8 - width as usize..]);
@@ -635,14 +628,7 @@ pub fn write_binary(doc: &Document, compact: bool, out: &mut impl std::io::Write
     let mut sections: Vec<Vec<u8>> = Vec::new();
     sections.push(section(SECTION_SUMMARY, compact, |o| {
         let s = &doc.summary;
-        for v in [
-            s.total_count,
-            s.max_count,
-            s.max_function_count,
-            s.num_counts,
-            s.num_functions,
-            s.entries.len() as u64,
-        ] {
+        for v in s.scalars().into_iter().chain([s.entries.len() as u64]) {
             o.uint(v, 8);
         }
         for e in &s.entries {
