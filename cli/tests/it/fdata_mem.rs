@@ -4,12 +4,11 @@
 //! offsets, C++ globals, jump tables, GOT slots, gaps between objects; PIE and non-PIE).
 //! perf2bolt 19 writes the same memory lines.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// Globals, statics (two `hidden` in two files: `hidden/1`, `hidden/2`), `.bss` arrays, a
 /// struct array read at inner offsets and a table of string pointers in `.rodata`.

@@ -1,8 +1,7 @@
 //! Requests that cannot be met fail with a clear message and leave no output behind.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 fn aggregate(
     dir: &std::path::Path,

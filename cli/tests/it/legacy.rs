@@ -1,12 +1,11 @@
 //! `--format preagg-legacy` (LLVM ≤ 20: `B`/`F`/`f`): perf2bolt 19 `--pa` on our output equals
 //! perf2bolt 19 on the capture.
 
-mod common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 const PROGRAM_C: &str = r#"
 #include <stdio.h>

@@ -2,12 +2,11 @@
 //! byte for byte, on every text input of the corpus and on hand-made edge cases; errors
 //! must match LLVM's messages and line numbers.
 
-mod sampleprof_common;
 
 use std::path::Path;
 
 use formats::sampleprof::text;
-use sampleprof_common::*;
+use crate::sampleprof_common::*;
 
 fn ours(data: &[u8]) -> Result<Vec<u8>, formats::sampleprof::Error> {
     let p = text::read(data)?;

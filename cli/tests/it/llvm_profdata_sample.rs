@@ -4,8 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-mod common;
-use common::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+use crate::common::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn have_llvm() -> bool {
     have_tool(LLVM_PROFDATA)

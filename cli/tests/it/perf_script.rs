@@ -2,11 +2,10 @@
 //! `perf script` does, on every public capture in ../shared/corpus/perf that perf 6.1 reads, and
 //! on a big-endian rewrite of a generated capture.
 
-mod common;
 
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// (capture, perf script -F fields). Captures with call chains print them under `ip`, so only
 /// `pid,brstack` is compared there.

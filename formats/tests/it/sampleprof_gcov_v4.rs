@@ -3,7 +3,6 @@
 //! (unknown sections, location types and text sections), the choices the module docs record,
 //! and malformed inputs.
 
-mod sampleprof_common;
 
 use std::sync::Arc;
 
@@ -12,7 +11,7 @@ use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::gcov_v4::{self as v4, Document, Encoding, UnknownLocation};
 use formats::sampleprof::model::LineLocation;
 use formats::sampleprof::{self as sp, summary, text, Profile};
-use sampleprof_common::*;
+use crate::sampleprof_common::*;
 
 const SPEC: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

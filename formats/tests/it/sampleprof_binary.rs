@@ -7,13 +7,12 @@
 //! the bytes differ only there, both files must have the same size and read back (with our
 //! reader and with llvm-profdata's text output) to the same profile.
 
-mod sampleprof_common;
 
 use std::path::Path;
 
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::{self as sp, text, Profile};
-use sampleprof_common::*;
+use crate::sampleprof_common::*;
 
 fn write_with(p: &Profile, args: &[&str]) -> Result<Vec<u8>, sp::Error> {
     let mut out = Vec::new();

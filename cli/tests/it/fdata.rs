@@ -4,12 +4,11 @@
 //! non-PIE, switch jump tables, C++ exceptions, tail calls, `-ffunction-sections`, a shared
 //! library, clashing `static` names), and basic samples of a real `perf record` capture.
 
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// Two files with `static` functions of the same name (BOLT's `name/1`, `name/2`), a switch
 /// dense enough for a jump table, tail calls and a cold path.

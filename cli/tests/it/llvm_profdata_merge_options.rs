@@ -5,8 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
-use common::{have_tool, llvm_profdata_corpus as corpus, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+use crate::common::{have_tool, llvm_profdata_corpus as corpus, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn merge(program: &str, prefix: &[&str], args: &[String], out: &Path) -> (Output, Option<Vec<u8>>) {
     let _ = std::fs::remove_file(out);

@@ -1,11 +1,10 @@
 //! perf2bolt --pa on our pre-aggregated output produces the same fdata as perf2bolt on the
 //! capture itself.
 
-mod common;
 
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn propeller_sample_1_matches_perf2bolt_22() {

@@ -1,13 +1,12 @@
 //! GCC AutoFDO gcov: our reader on the corpus gcov file against llvm-profdata-19; our `407*`
 //! output read by llvm-profdata-19 and by autofdo's dump_gcov; v1/v2/v3 round trips.
 
-mod sampleprof_common;
 
 use std::process::Command;
 
 use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::{self as sp, text, Profile};
-use sampleprof_common::*;
+use crate::sampleprof_common::*;
 
 fn to_text(p: &Profile) -> Vec<u8> {
     let mut out = Vec::new();
