@@ -1,100 +1,15 @@
-//! Shared helpers for tests that run the real `profmill` binary against reference tools.
+//! Helpers for tests that run the real `profmill` binary against reference tools (what needs
+//! `CARGO_BIN_EXE_profmill` or the corpus generator); the rest is in `testsupport`.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 
-pub const PERF2BOLT_22: &str = "/usr/lib/llvm-22/bin/perf2bolt";
-pub const PERF2BOLT_19: &str = "/usr/lib/llvm-19/bin/perf2bolt";
-pub const LLVM_PROFDATA_19: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
+use testsupport::{assert_same_lines, have_tool, run_ok, sorted_lines, PERF2BOLT_19, PERF2BOLT_22};
 
-/// `../shared/corpus/llvm-profdata`, or `None` (with a note) where the corpus is missing.
-pub fn llvm_profdata_corpus() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/llvm-profdata");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} is missing", dir.display());
-        None
-    }
-}
-
+/// The `profmill` binary under test.
 pub fn profmill() -> Command {
     Command::new(env!("CARGO_BIN_EXE_profmill"))
-}
-
-/// `../shared/corpus/perf/NAME`, relative to the repository root.
-pub fn shared_perf(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus/perf")
-        .join(name)
-}
-
-/// Whether a reference tool is installed. A missing tool fails the test (CI installs them all)
-/// unless PROFMILL_SKIP_EXTERNAL=1 asks to skip such tests on a bare machine.
-pub fn have_tool(path: &str) -> bool {
-    let found = if path.contains('/') {
-        Path::new(path).exists()
-    } else {
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {path}"))
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if found {
-        return true;
-    }
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: reference tool {path} is not installed (PROFMILL_SKIP_EXTERNAL=1)");
-        return false;
-    }
-    panic!("reference tool {path} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip");
-}
-
-/// Runs a command, panicking with its stderr if it fails.
-pub fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-pub fn sorted_lines(bytes: &[u8]) -> Vec<String> {
-    let mut lines: Vec<String> = String::from_utf8_lossy(bytes)
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    lines.sort();
-    lines
-}
-
-/// Asserts two line multisets are equal, showing the first differences.
-pub fn assert_same_lines(ours: &[String], theirs: &[String], what: &str) {
-    if ours == theirs {
-        return;
-    }
-    let only_ours: Vec<_> = ours
-        .iter()
-        .filter(|l| theirs.binary_search(l).is_err())
-        .take(5)
-        .collect();
-    let only_theirs: Vec<_> = theirs
-        .iter()
-        .filter(|l| ours.binary_search(l).is_err())
-        .take(5)
-        .collect();
-    panic!(
-        "{what}: {} lines vs {} reference lines\nonly ours: {only_ours:#?}\nonly reference: {only_theirs:#?}",
-        ours.len(),
-        theirs.len()
-    );
 }
 
 /// Sorted fdata lines of `perf2bolt BINARY -p INPUT [--pa] EXTRA… -o OUT`.

@@ -1,7 +1,7 @@
 //! Requests that cannot be met fail with a clear message and leave no output behind.
 
-
 use crate::common::*;
+use testsupport::*;
 
 fn aggregate(
     dir: &std::path::Path,

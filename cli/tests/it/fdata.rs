@@ -4,11 +4,11 @@
 //! non-PIE, switch jump tables, C++ exceptions, tail calls, `-ffunction-sections`, a shared
 //! library, clashing `static` names), and basic samples of a real `perf record` capture.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
+use testsupport::*;
 
 /// Two files with `static` functions of the same name (BOLT's `name/1`, `name/2`), a switch
 /// dense enough for a jump table, tail calls and a cold path.

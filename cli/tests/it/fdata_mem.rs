@@ -4,11 +4,11 @@
 //! offsets, C++ globals, jump tables, GOT slots, gaps between objects; PIE and non-PIE).
 //! perf2bolt 19 writes the same memory lines.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
+use testsupport::*;
 
 /// Globals, statics (two `hidden` in two files: `hidden/1`, `hidden/2`), `.bss` arrays, a
 /// struct array read at inner offsets and a table of string pointers in `.rodata`.
@@ -311,7 +311,6 @@ fn perf2bolt_command_and_basic_mode() {
 /// files, with different counts) equals LLVM 22 `merge-fdata`.
 #[test]
 fn merge_fdata_sums_memory_lines_like_merge_fdata() {
-    const MERGE_FDATA_22: &str = "/usr/lib/llvm-22/bin/merge-fdata";
     if !tools_present("clang-19") || !have_tool(MERGE_FDATA_22) {
         return;
     }

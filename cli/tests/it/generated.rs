@@ -1,11 +1,11 @@
 //! Generated LBR captures over programs built here (PIE, non-PIE, a shared library; plain and
 //! zstd-compressed): perf2bolt 22 `--pa` on our output equals perf2bolt 22 on the capture.
 
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
+use testsupport::*;
 
 const LIB_C: &str = r#"
 int lib_mix(int x) { int s = 0; for (int i = 0; i < (x & 63); i++) { if (i % 3) s += i * x; else s ^= x >> 1; } return s; }

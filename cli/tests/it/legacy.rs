@@ -1,11 +1,11 @@
 //! `--format preagg-legacy` (LLVM ≤ 20: `B`/`F`/`f`): perf2bolt 19 `--pa` on our output equals
 //! perf2bolt 19 on the capture.
 
-
 use std::path::Path;
 use std::process::Command;
 
 use crate::common::*;
+use testsupport::*;
 
 const PROGRAM_C: &str = r#"
 #include <stdio.h>

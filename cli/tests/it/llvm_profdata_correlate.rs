@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+use testsupport::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn have_tools() -> bool {
     have_tool("clang-19") && have_tool(LLVM_PROFDATA)

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{have_tool, llvm_profdata_corpus as corpus, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+use testsupport::{have_tool, llvm_profdata_corpus as corpus, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn merge(program: &str, prefix: &[&str], args: &[String], out: &Path) -> (Output, Option<Vec<u8>>) {
     let _ = std::fs::remove_file(out);

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::common::{
+use testsupport::{
     have_tool, llvm_profdata_corpus as corpus, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA,
 };
 

@@ -9,18 +9,7 @@ use std::process::Command;
 
 use md5::{Digest, Md5};
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-
-fn have_llvm_profdata() -> bool {
-    if Path::new(LLVM_PROFDATA).exists() {
-        return true;
-    }
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: {LLVM_PROFDATA} is not installed (PROFMILL_SKIP_EXTERNAL=1)");
-        return false;
-    }
-    panic!("{LLVM_PROFDATA} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1");
-}
+use testsupport::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn md5_low(name: &str) -> u64 {
     u64::from_le_bytes(Md5::digest(name.as_bytes())[..8].try_into().unwrap())
@@ -306,7 +295,7 @@ fn merge(program: &str, prefix: &[&str], inputs: &[&Path], out: &Path) -> Vec<u8
 
 #[test]
 fn raw_profiles_in_every_pointer_size_and_byte_order() {
-    if !have_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

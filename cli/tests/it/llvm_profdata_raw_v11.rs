@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 use corpus::raw_v11::{raw_v10_to_v11, raw_v10_to_v11_with_uniform};
 
-use crate::common::{have_tool, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+use testsupport::{have_tool, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 const CLANG: &str = "clang-19";
 

@@ -6,30 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-
-fn have_llvm_profdata() -> bool {
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: PROFMILL_SKIP_EXTERNAL=1");
-        return false;
-    }
-    assert!(
-        Path::new(LLVM_PROFDATA).exists(),
-        "{LLVM_PROFDATA} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1 to skip"
-    );
-    true
-}
+use testsupport::{existing, have_tool, shared_corpus, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn corpus(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus/llvm-profdata/llvm-19")
-        .join(name);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("skipping: {} is missing", path.display());
-        None
-    }
+    existing(shared_corpus("llvm-profdata/llvm-19").join(name))
 }
 
 /// Runs a tool with `stdin` as standard input; returns (success, stdout, the output file).
@@ -81,7 +61,7 @@ fn standard_input_as_llvm_profdata_19_reads_it() {
     ) else {
         return;
     };
-    if !have_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+use testsupport::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn merge(program: &str, prefix: &[&str], args: &[String], out: &Path) -> Option<Vec<u8>> {
     let _ = std::fs::remove_file(out);

@@ -9,21 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use corpus::fdata::{write_fdata_files, FdataSpec};
-
-const MERGE_FDATA_22: &str = "/usr/lib/llvm-22/bin/merge-fdata";
-
-/// Whether LLVM 22's merge-fdata is installed; missing, it fails the test unless
-/// PROFMILL_SKIP_EXTERNAL=1 (same policy as tests/common).
-fn have_merge_fdata() -> bool {
-    if Path::new(MERGE_FDATA_22).exists() {
-        return true;
-    }
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: {MERGE_FDATA_22} is not installed (PROFMILL_SKIP_EXTERNAL=1)");
-        return false;
-    }
-    panic!("{MERGE_FDATA_22} is not installed (package bolt-22); run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1");
-}
+use testsupport::{have_tool, MERGE_FDATA_22};
 
 fn profmill_merge() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_profmill"));
@@ -99,7 +85,7 @@ fn generate(dir: &Path, spec: &FdataSpec) -> Vec<PathBuf> {
 
 #[test]
 fn equals_merge_fdata_over_hundreds_of_files() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -128,7 +114,7 @@ fn equals_merge_fdata_over_hundreds_of_files() {
 
 #[test]
 fn directory_argument_through_a_merge_fdata_link() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -162,7 +148,7 @@ fn directory_argument_through_a_merge_fdata_link() {
 
 #[test]
 fn comma_separated_inputs_and_yaml_only_options() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -186,7 +172,7 @@ fn comma_separated_inputs_and_yaml_only_options() {
 
 #[test]
 fn bolted_collection_profiles() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -208,7 +194,7 @@ fn bolted_collection_profiles() {
 /// (what newer upstream merge-fdata does). The sample and memory lines are the same.
 #[test]
 fn no_lbr_profiles_keep_their_events() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -248,7 +234,7 @@ fn split_first_line(bytes: &[u8]) -> (&str, &[u8]) {
 /// Both tools refuse to merge LBR with no_lbr, or BOLTed with non-BOLTed, profiles.
 #[test]
 fn refuses_mixed_profiles_like_merge_fdata() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -305,7 +291,7 @@ fn refuses_mixed_profiles_like_merge_fdata() {
 /// A broken line: both tools fail; ours names the file, the line and what was expected.
 #[test]
 fn broken_lines_fail_naming_file_and_line() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -342,7 +328,7 @@ fn broken_lines_fail_naming_file_and_line() {
 /// Missing inputs and unknown options fail in both tools.
 #[test]
 fn bad_command_lines_fail_like_merge_fdata() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -374,7 +360,7 @@ fn bad_command_lines_fail_like_merge_fdata() {
 /// and perf2bolt can write them from pre-aggregated input. We accept and sum them.
 #[test]
 fn difference_negative_counts_are_summed() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -396,7 +382,7 @@ fn difference_negative_counts_are_summed() {
 /// merge-fdata skips blank lines and trims. We skip all three.
 #[test]
 fn difference_blank_lines_and_empty_files_are_skipped() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -421,7 +407,7 @@ fn difference_blank_lines_and_empty_files_are_skipped() {
 /// mispredictions 5, count 7). We refuse such a line.
 #[test]
 fn difference_lines_with_extra_fields_are_refused() {
-    if !have_merge_fdata() {
+    if !have_tool(MERGE_FDATA_22) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

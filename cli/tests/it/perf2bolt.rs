@@ -1,10 +1,10 @@
 //! perf2bolt --pa on our pre-aggregated output produces the same fdata as perf2bolt on the
 //! capture itself.
 
-
 use std::process::Command;
 
 use crate::common::*;
+use testsupport::*;
 
 #[test]
 fn propeller_sample_1_matches_perf2bolt_22() {

@@ -2,10 +2,10 @@
 //! `perf script` does, on every public capture in ../shared/corpus/perf that perf 6.1 reads, and
 //! on a big-endian rewrite of a generated capture.
 
-
 use std::process::Command;
 
 use crate::common::*;
+use testsupport::*;
 
 /// (capture, perf script -F fields). Captures with call chains print them under `ip`, so only
 /// `pid,brstack` is compared there.

@@ -1,24 +1,19 @@
 //! `profmill convert / merge --sample / show --sample` against llvm-profdata-19.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use crate::common::{have_tool, profmill, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+use crate::common::profmill;
+use testsupport::{
+    existing, have_tool, shared_corpus, shared_spec, LLVM_PROFDATA_19 as LLVM_PROFDATA,
+};
 
 fn have_llvm() -> bool {
     have_tool(LLVM_PROFDATA)
 }
 
 fn corpus(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus/llvm-profdata")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} is missing", p.display());
-        None
-    }
+    existing(shared_corpus("llvm-profdata").join(name))
 }
 
 fn ok(cmd: &mut Command) -> Vec<u8> {
@@ -180,8 +175,7 @@ fn convert_through_gcov_v4() {
         .arg(&gcc));
     assert!(shown == reference, "{}", String::from_utf8_lossy(&shown));
 
-    let spec = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/specs/autofdo-gcov-v4-proposal.txt");
+    let spec = shared_spec("autofdo-gcov-v4-proposal.txt");
     let Ok(spec) = std::fs::read_to_string(&spec) else {
         eprintln!("skipping the example: {} is missing", spec.display());
         return;

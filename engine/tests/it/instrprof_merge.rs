@@ -6,19 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use engine::instrprof::{merge, MergeOptions, WeightedInput, MAX_COUNT};
-
-const LLVM_PROFDATA: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
-
-fn have_llvm_profdata() -> bool {
-    if Path::new(LLVM_PROFDATA).exists() {
-        return true;
-    }
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("skipping: {LLVM_PROFDATA} is not installed (PROFMILL_SKIP_EXTERNAL=1)");
-        return false;
-    }
-    panic!("{LLVM_PROFDATA} is not installed; run .ci/run, or set PROFMILL_SKIP_EXTERNAL=1");
-}
+use testsupport::{have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -143,7 +131,7 @@ callee1
 
 #[test]
 fn merge_with_weights_matches_llvm_profdata() {
-    if !have_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -196,7 +184,7 @@ fn counts_saturate_at_the_largest_non_pseudo_count() {
 
 #[test]
 fn several_hashes_under_one_name_match_llvm_order() {
-    if !have_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +204,7 @@ fn several_hashes_under_one_name_match_llvm_order() {
 
 #[test]
 fn sparse_drops_all_zero_names() {
-    if !have_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -263,7 +251,7 @@ fn output_does_not_depend_on_our_thread_count() {
 
 #[test]
 fn hashes_equal_to_llvm_dense_map_sentinels() {
-    if !have_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -1,16 +1,11 @@
 //! Truncated and corrupted captures give an error naming the file and byte offset — never a
 //! panic, never a silent success on a cut-off data section.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use engine::aggregate::Tables;
 use engine::capture::{read_capture, Input, ReadOptions};
-
-fn shared(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus/perf")
-        .join(name)
-}
+use testsupport::shared_perf as shared;
 
 fn read(path: &Path) -> Result<u64, String> {
     let bar = indicatif::ProgressBar::hidden();

@@ -7,12 +7,7 @@ use engine::aggregate::{aggregate, Request};
 use engine::binary::BinaryInfo;
 use engine::capture::Input;
 use engine::mapping::Rules;
-
-fn shared(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus/perf")
-        .join(name)
-}
+use testsupport::shared_perf as shared;
 
 fn profiles(
     capture: &Path,

@@ -1,8 +1,6 @@
 //! The fast conversion path writes exactly what the general reader and writers write, and
 //! hands every input it does not fully understand to them.
 
-use std::path::Path;
-
 use corpus::sampleprof::{sample_profile_text, SampleProfileSpec};
 use engine::sampleprof::{fast_convert, write_to, OutputFormat};
 use formats::sampleprof::binary::ExtBinaryOptions;
@@ -63,11 +61,9 @@ fn generated_profiles_take_the_fast_path_and_match() {
 
 #[test]
 fn corpus_profiles_match_or_fall_back() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/llvm-profdata");
-    if !dir.is_dir() {
-        eprintln!("skipping: {} is missing", dir.display());
+    let Some(dir) = testsupport::llvm_profdata_corpus() else {
         return;
-    }
+    };
     let mut taken = 0;
     for release in std::fs::read_dir(&dir).unwrap() {
         for f in std::fs::read_dir(release.unwrap().path()).unwrap() {

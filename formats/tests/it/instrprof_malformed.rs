@@ -46,11 +46,10 @@ fn sample_indexed() -> Vec<u8> {
 const TEXT: &[u8] = b":ir\n:temporal_prof_traces\n1\n1\n3\nf,g,\nf\n0x7\n3\n1\n2\n3\n$1\n0x81\n2\n0\n1\n1\ng:9\n1\n1\n2\n8:1\n16:2\n\ng\n8\n1\n4\n";
 
 fn raw_sample() -> Option<Vec<u8>> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/corpus/llvm-profdata/llvm-19/c-general.profraw"
-    );
-    std::fs::read(path).ok()
+    std::fs::read(testsupport::shared_corpus(
+        "llvm-profdata/llvm-19/c-general.profraw",
+    ))
+    .ok()
 }
 
 fn damage(mut data: Vec<u8>, flips: &[(usize, u8)], cut: usize) -> Vec<u8> {

@@ -7,12 +7,12 @@
 //! the bytes differ only there, both files must have the same size and read back (with our
 //! reader and with llvm-profdata's text output) to the same profile.
 
-
 use std::path::Path;
 
+use crate::sampleprof_common::*;
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::{self as sp, text, Profile};
-use crate::sampleprof_common::*;
+use testsupport::{first_difference, have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn write_with(p: &Profile, args: &[&str]) -> Result<Vec<u8>, sp::Error> {
     let mut out = Vec::new();

@@ -1,12 +1,14 @@
 //! GCC AutoFDO gcov: our reader on the corpus gcov file against llvm-profdata-19; our `407*`
 //! output read by llvm-profdata-19 and by autofdo's dump_gcov; v1/v2/v3 round trips.
 
-
 use std::process::Command;
 
+use crate::sampleprof_common::*;
 use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::{self as sp, text, Profile};
-use crate::sampleprof_common::*;
+use testsupport::{
+    first_difference, have_tool, run, sorted_lines, LLVM_PROFDATA_19 as LLVM_PROFDATA,
+};
 
 fn to_text(p: &Profile) -> Vec<u8> {
     let mut out = Vec::new();
@@ -29,15 +31,6 @@ fn dump_gcov(path: &std::path::Path) -> Vec<String> {
         String::from_utf8_lossy(&o.stderr)
     );
     sorted_lines(&o.stdout)
-}
-
-fn sorted_lines(b: &[u8]) -> Vec<String> {
-    let mut v: Vec<String> = String::from_utf8_lossy(b)
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    v.sort();
-    v
 }
 
 /// Sample profiles of the corpus that llvm-profdata accepts and gcov can hold (no contexts).

@@ -3,25 +3,21 @@
 //! (unknown sections, location types and text sections), the choices the module docs record,
 //! and malformed inputs.
 
-
 use std::sync::Arc;
 
+use crate::sampleprof_common::*;
 use corpus::sampleprof::{sample_profile_text, SampleProfileSpec};
 use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::gcov_v4::{self as v4, Document, Encoding, UnknownLocation};
 use formats::sampleprof::model::LineLocation;
 use formats::sampleprof::{self as sp, summary, text, Profile};
-use crate::sampleprof_common::*;
-
-const SPEC: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/specs/autofdo-gcov-v4-proposal.txt"
-);
+use testsupport::first_difference;
 
 /// The textual example of the proposal's section 5.3, without the mail's 3-space indent.
 fn proposal_example() -> Option<String> {
-    let Ok(spec) = std::fs::read_to_string(SPEC) else {
-        eprintln!("skipping: {SPEC} is missing");
+    let path = testsupport::shared_spec("autofdo-gcov-v4-proposal.txt");
+    let Ok(spec) = std::fs::read_to_string(&path) else {
+        eprintln!("skipping: {} is missing", path.display());
         return None;
     };
     let from = spec.find("5.3.  Example\n\n").expect("section 5.3");

@@ -1,11 +1,11 @@
 //! A generated profile of a few MB (`corpus::sampleprof`): our text → ExtBinary → text must
 //! equal llvm-profdata-19's at every step, byte for byte.
 
-
+use crate::sampleprof_common::*;
 use corpus::sampleprof::{write_sample_profile_text, SampleProfileSpec};
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::text;
-use crate::sampleprof_common::*;
+use testsupport::{first_difference, have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 #[test]
 fn generated_text_to_extbinary_and_back_matches_llvm_profdata() {

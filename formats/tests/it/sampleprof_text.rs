@@ -2,11 +2,11 @@
 //! byte for byte, on every text input of the corpus and on hand-made edge cases; errors
 //! must match LLVM's messages and line numbers.
 
-
 use std::path::Path;
 
-use formats::sampleprof::text;
 use crate::sampleprof_common::*;
+use formats::sampleprof::text;
+use testsupport::{first_difference, have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn ours(data: &[u8]) -> Result<Vec<u8>, formats::sampleprof::Error> {
     let p = text::read(data)?;
