@@ -2,7 +2,7 @@
 //! `llvm-profdata merge --sample` does, and writing in any encoding.
 //!
 //! Entry points for the command line and the `llvm-profdata` drop-in: [`read`], [`merge`],
-//! [`write`].
+//! [`write()`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
