@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn reserved_keys_behave_like_llvm_19() {
         // Records hashed 2^64-1 are dropped, and 2^64-2 is kept out of sight (the indexed
-        // output of llvm-profdata-19 for these inputs is compared in tests/instrprof_merge.rs).
+        // output of llvm-profdata-19 for these inputs is compared in tests/it/instrprof_merge.rs).
         assert_eq!(order(&[u64::MAX, 3]), [3]);
         assert_eq!(order(&[u64::MAX - 1, 3, u64::MAX - 1, 4, 5]), [4, 5, 3]);
     }

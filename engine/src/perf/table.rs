@@ -464,7 +464,7 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
     }
 
     /// Adds every entry of `other`: large tables on two threads (see
-    /// [`Self::merge_in_halves`]), small ones here.
+    /// `merge_in_halves`), small ones here.
     pub fn merge(&mut self, other: CountTable<K, C>) {
         if other.len() >= PARALLEL_MERGE && rayon::current_num_threads() >= 2 {
             self.merge_in_halves(other);

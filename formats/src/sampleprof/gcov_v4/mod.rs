@@ -9,7 +9,7 @@
 //!
 //! # Choices where the proposal is ambiguous
 //!
-//! Each of these is tested in `formats/tests/sampleprof_gcov_v4.rs`.
+//! Each of these is tested in `formats/tests/it/sampleprof_gcov_v4.rs`.
 //!
 //! * **Section indices** count the sections in *header* order: the summary is 0, the file names
 //!   section 1, section-table entry `k` is `k + 2`. Our writer also places the sections in the
