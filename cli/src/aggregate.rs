@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .map(|p| BinaryInfo::load(p))
         .collect::<Result<Vec<_>, _>>()?;
     let input = if args.capture.as_os_str() == "-" {
-        Input::Stdin
+        Input::stream("<stdin>", std::io::stdin())
     } else {
         Input::File(args.capture.clone())
     };

@@ -1,17 +1,21 @@
 //! `profmill llvm-profdata merge …`: a drop-in for `llvm-profdata merge` on instrumentation
-//! profiles, parsing LLVM's option spelling itself (`-o x`, `-o=x`, `--output=x`, single or
-//! double dash). Options we do not implement are accepted with a warning, never misread.
+//! profiles, with LLVM's option spelling (`-o x`, `-o=x`, `--output=x`, single or double
+//! dash) read by [`crate::llvm_cl`] from the tables here. Options that change nothing we
+//! write are accepted with a warning; options that would change the output are refused.
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use engine::instrprof::correlate::correlation_from_binary;
 use engine::instrprof::name_filter::NameFilter;
 use engine::instrprof::remap::Remapper;
 use engine::instrprof::temporal::TemporalLimits;
 use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
+use engine::io::inputs::{collect_weighted_inputs, Stdin};
 use engine::io::output::write_atomically;
+
+use crate::llvm_cl::{self, Opt, Tool};
 
 #[derive(clap::Args)]
 #[command(disable_help_flag = true)]
@@ -23,31 +27,197 @@ pub struct Args {
 
 type BoxError = Box<dyn std::error::Error>;
 
-/// Options of `llvm-profdata merge` that take a value and that we accept but ignore.
-const IGNORED_WITH_VALUE: &[&str] = &[
-    "debuginfod",
-    "correlate",
-    "memprof-version",
-    "supplement-instr-with-sample",
-    "zero-counter-threshold",
-    "suppl-min-size-threshold",
-    "instr-prof-cold-threshold",
-    "output-size-limit",
-    "max-debug-info-correlation-warnings",
-    "profiled-binary",
-    "prof-sym-list",
-    "compress-all-sections",
-    "gen-partial-profile",
-    "split-layout",
-    "gen-cs-nested-profile",
-    "sample-profile-use-md5",
+/// Why options of sample profiles are ignored on instrumentation profiles.
+const SAMPLE_ONLY: &str = "is not implemented (it only applies to sample profiles)";
+/// Why the remaining ignored options are.
+const NOT_IMPLEMENTED: &str = "is not implemented";
+
+const FAILURE_MODES: &[(&str, &str)] = &[
+    ("warn", "Do not fail and just print warnings."),
+    ("any", "Fail if any profile is invalid."),
+    ("all", "Fail only if all profiles are invalid."),
 ];
-/// Flags (no value) that we accept but ignore.
-const IGNORED_FLAGS: &[&str] = &[
-    "use-md5",
-    "drop-profile-symbol-list",
-    "convert-sample-profile-layout",
+
+/// `llvm-profdata merge` on instrumentation profiles (llvm-profdata-19's options).
+const MERGE_OPTIONS: &[Opt] = &[
+    Opt::value(&["output", "o"], "<output>", "Output file"),
+    Opt::value(&["weighted-input"], "<string>", "<weight>,<filename>"),
+    Opt::value(
+        &["input-files", "f"],
+        "<string>",
+        "Path to file containing newline-separated [<weight>,]<filename> entries",
+    ),
+    Opt::flag(&["instr"], "Instrumentation profile (default)"),
+    Opt::flag(&["text"], "Text encoding"),
+    Opt::flag(&["binary"], "Binary encoding"),
+    Opt::flag(&["extbinary"], "Extensible binary encoding (sample profiles)").refused(),
+    Opt::flag(&["gcc"], "GCC encoding (only meaningful for -sample)").refused(),
+    Opt::flag(&["sample"], "Sample profile").refused(),
+    Opt::boolean(&["sparse"], "Generate a sparse profile (only meaningful for -instr)"),
+    Opt::boolean(&["write-prev-version"], "Write the previous version of the indexed format"),
+    Opt::value(&["function"], "<string>", "Only keep functions matching the filter"),
+    Opt::value(&["no-function"], "<string>", "Exclude functions matching the filter"),
+    Opt::value(&["remapping-file", "r"], "<file>", "Symbol remapping file"),
+    Opt::boolean(&["keep-vtable-symbols"], "If true, keep the vtable symbols in indexed profiles"),
+    Opt::value(
+        &["binary-file"],
+        "<string>",
+        "Use the provided unstripped binary to correlate the raw profile",
+    ),
+    Opt::value(&["debug-info"], "<string>", "Use the provided debug info to correlate the raw profile"),
+    Opt::value(
+        &["temporal-profile-trace-reservoir-size"],
+        "<ulong>",
+        "The maximum number of stored temporal profile traces (default: 100)",
+    ),
+    Opt::value(
+        &["temporal-profile-max-trace-length"],
+        "<ulong>",
+        "The maximum length of a single temporal profile trace (default: 10000)",
+    ),
+    Opt::value(&["num-threads", "j"], "<uint>", "Number of merge threads to use (default: autodetect)"),
+    Opt::value(&["failure-mode"], "<value>", "Failure mode:").choices(FAILURE_MODES),
+    Opt::boolean(
+        &["profmill-any-raw-version"],
+        "profmill's own: read raw profile versions 5-9 too (llvm-profdata-19 reads only 10)",
+    ),
+    Opt::value(
+        &["supplement-instr-with-sample"],
+        "<string>",
+        "Supplement an instr profile with sample profile",
+    )
+    .refused(),
+    Opt::boolean(&["debuginfod"], "Use debuginfod to correlate profiles").ignored(NOT_IMPLEMENTED),
+    Opt::value(&["correlate"], "<value>", "Use debug info or binary file to correlate profiles")
+        .ignored(NOT_IMPLEMENTED),
+    Opt::value(&["memprof-version"], "<value>", "Specify the version of the memprof format to use")
+        .ignored(NOT_IMPLEMENTED),
+    Opt::value(
+        &["zero-counter-threshold"],
+        "<number>",
+        "For the function which is cold in instr profile but hot in sample profile, ...",
+    )
+    .ignored(NOT_IMPLEMENTED),
+    Opt::value(
+        &["suppl-min-size-threshold"],
+        "<uint>",
+        "If the size of a function is smaller than the threshold, assume it can be inlined ...",
+    )
+    .ignored(NOT_IMPLEMENTED),
+    Opt::value(
+        &["instr-prof-cold-threshold"],
+        "<uint>",
+        "User specified cold threshold for instr profile which will override the cold threshold got from profile summary.",
+    )
+    .ignored(NOT_IMPLEMENTED),
+    Opt::value(
+        &["max-debug-info-correlation-warnings"],
+        "<uint>",
+        "The maximum number of warnings to emit when correlating profile from debug info (0 = no limit)",
+    )
+    .ignored(NOT_IMPLEMENTED),
+    Opt::value(&["profiled-binary"], "<string>", "Path to binary from which the profile was collected.")
+        .ignored(NOT_IMPLEMENTED),
+    Opt::value(&["output-size-limit"], "<ulong>", "Trim cold functions until profile size is below specified limit")
+        .ignored(SAMPLE_ONLY),
+    Opt::value(
+        &["prof-sym-list"],
+        "<string>",
+        "Path to file containing the list of function symbols used to populate profile symbol list",
+    )
+    .ignored(SAMPLE_ONLY),
+    Opt::boolean(&["compress-all-sections"], "Compress all sections when writing the profile (only meaningful for -extbinary)")
+        .ignored(SAMPLE_ONLY),
+    Opt::boolean(&["gen-partial-profile"], "Generate a partial profile (only meaningful for -extbinary)")
+        .ignored(SAMPLE_ONLY),
+    Opt::boolean(&["split-layout"], "Split the profile to two sections (LLVM 20+; -extbinary)")
+        .ignored(SAMPLE_ONLY),
+    Opt::boolean(&["gen-cs-nested-profile"], "Generate nested function profiles for CSSPGO")
+        .ignored(SAMPLE_ONLY),
+    Opt::boolean(&["sample-profile-use-md5"], "Use MD5 names in sample profiles").ignored(SAMPLE_ONLY),
+    Opt::boolean(&["use-md5"], "Choose to use MD5 to represent string in name table (only meaningful for -extbinary)")
+        .ignored(SAMPLE_ONLY),
+    Opt::boolean(&["drop-profile-symbol-list"], "Drop the profile symbol list when merging AutoFDO profiles (only meaningful for -sample)")
+        .ignored(SAMPLE_ONLY),
+    Opt::value(
+        &["convert-sample-profile-layout"],
+        "<value>",
+        "Convert the generated profile to a profile with a new layout",
+    )
+    .choices(&[
+        ("nest", "Nested profile, the input should be CS flat profile"),
+        ("flat", "Profile with nested inlinee flatten out"),
+    ])
+    .ignored(SAMPLE_ONLY),
 ];
+
+const MERGE: Tool = Tool {
+    name: "llvm-profdata merge",
+    overview: "LLVM profile data (profmill drop-in)\n\nSUBCOMMAND 'merge': Takes several profiles and merge them together.",
+    usage: "<filename...>",
+    options: &[MERGE_OPTIONS],
+    comma_positionals: false,
+};
+
+/// `show` options that change what is printed and that we do not implement: refused rather
+/// than ignored, since the output would silently differ.
+const SHOW_OPTIONS: &[Opt] = &[
+    Opt::value(&["output", "o"], "<output>", "Output file"),
+    Opt::value(&["function"], "<string>", "Details for matching functions"),
+    Opt::value(&["topn"], "<uint>", "Show the list of functions with the largest internal counts"),
+    Opt::boolean(&["all-functions"], "Details for each and every function"),
+    Opt::boolean(&["counts"], "Show counter values for shown functions"),
+    Opt::boolean(&["text"], "Show instr profile data in text dump format"),
+    Opt::boolean(&["ic-targets"], "Show indirect call site target values for shown functions"),
+    Opt::boolean(&["memop-sizes"], "Show the profiled sizes of the memory intrinsic calls for shown functions"),
+    Opt::boolean(&["detailed-summary"], "Show detailed profile summary"),
+    Opt::boolean(&["binary-ids"], "Show binary ids in the profile."),
+    Opt::boolean(&["profile-version"], "Show profile version."),
+    Opt::boolean(&["showcs"], "Show context sensitive counts"),
+    Opt::flag(&["instr"], "Instrumentation profile (default)"),
+    Opt::flag(&["sample"], "Sample profile").refused(),
+    Opt::flag(&["memory"], "MemProf memory access profile").refused(),
+    Opt::boolean(&["covered"], "Show only the functions that have been executed.").refused(),
+    Opt::value(&["value-cutoff"], "<uint>", "Set the count value cutoff. Functions with the maximum count less than this value will not be printed out. (Default is 0)")
+        .default("0")
+        .refused(),
+    Opt::boolean(&["list-below-cutoff"], "Only output names of functions whose max count values are below the cutoff value").refused(),
+    Opt::boolean(&["temporal-profile-traces"], "Show temporal profile traces in the profile.").refused(),
+    Opt::boolean(&["show-vtables"], "Show vtable names for shown functions").refused(),
+    Opt::list(&["detailed-summary-cutoffs"], "<800000,901000,999999>", "Cutoff percentages (times 10000) for generating detailed summary").refused(),
+    Opt::value(&["memop-sizes-cutoff"], "<uint>", "Cutoff of memop sizes").refused(),
+    Opt::value(&["show-format"], "<value>", "Emit output in the selected format if supported by the provided profile type.")
+        .choices(&[("text", "emit normal text output (default)"), ("json", "emit JSON"), ("yaml", "emit YAML")])
+        .default("text")
+        .refused(),
+];
+
+const SHOW: Tool = Tool {
+    name: "llvm-profdata show",
+    overview: "LLVM profile data (profmill drop-in)\n\nSUBCOMMAND 'show': Takes a profile data file and displays the profiles.",
+    usage: "<profdata-file>",
+    options: &[SHOW_OPTIONS],
+    comma_positionals: false,
+};
+
+const OVERLAP_OPTIONS: &[Opt] = &[
+    Opt::value(&["output", "o"], "<output>", "Output file"),
+    Opt::value(&["function"], "<string>", "Function level overlap information for matching functions."),
+    Opt::value(&["value-cutoff"], "<ulong>", "Function level overlap information for every function (with calling context for csspgo) in test profile with max count value greater than the parameter value"),
+    Opt::boolean(&["cs"], "For context sensitive PGO counts. Does not work with CSSPGO."),
+    Opt::flag(&["instr"], "Instrumentation profile (default)"),
+    Opt::flag(&["sample"], "Sample profile").refused(),
+    // Only read for sample profiles, silently, as llvm-profdata does.
+    Opt::value(&["similarity-cutoff"], "<ulong>", "For sample profiles, list function names (with calling context for csspgo) for overlapped functions with similarities below the cutoff (percentage times 10000)."),
+];
+
+const OVERLAP: Tool = Tool {
+    name: "llvm-profdata overlap",
+    overview: "LLVM profile data (profmill drop-in)\n\nSUBCOMMAND 'overlap': Computes and displays the overlap between two profiles.",
+    usage: "<base profile file> <test profile file>",
+    options: &[OVERLAP_OPTIONS],
+    comma_positionals: false,
+};
 
 #[derive(Debug, Default)]
 struct MergeArgs {
@@ -70,26 +240,16 @@ struct MergeArgs {
     debug_info: Option<String>,
 }
 
-/// When the executable is invoked as `llvm-profdata` (a link or a copy), runs that tool on the
-/// whole command line.
-pub fn run_as_argv0() -> Option<Result<(), BoxError>> {
-    let mut argv = std::env::args_os();
-    let argv0 = PathBuf::from(argv.next()?);
-    let stem = argv0.file_stem()?.to_str()?;
-    if stem != "llvm-profdata" && !stem.starts_with("llvm-profdata-") {
-        return None;
-    }
-    Some(run(Args {
-        args: argv.collect(),
-    }))
+pub fn run(args: Args) -> Result<(), BoxError> {
+    run_args(args.args)
 }
 
-pub fn run(args: Args) -> Result<(), BoxError> {
-    if let Some(result) = crate::llvm_profdata_sample::dispatch(&args.args) {
+/// llvm-profdata on `args` (without the program name).
+pub fn run_args(args: Vec<OsString>) -> Result<(), BoxError> {
+    if let Some(result) = crate::llvm_profdata_sample::dispatch(&args) {
         return result;
     }
     let args: Vec<String> = args
-        .args
         .into_iter()
         .map(|a| {
             a.into_string()
@@ -97,9 +257,20 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         })
         .collect::<Result<_, _>>()?;
     match args.first().map(String::as_str) {
-        Some("merge") => run_merge(parse_merge(&args[1..])?),
+        Some("merge") => match parse_merge(&args[1..])? {
+            Some(m) => run_merge(m),
+            None => Ok(()),
+        },
         Some("show") => run_show(&args[1..]),
         Some("overlap") => run_overlap(&args[1..]),
+        Some("-h" | "-help" | "--help" | "--help-hidden" | "-help-hidden") => {
+            print!("{TOP_HELP}");
+            Ok(())
+        }
+        Some("-version" | "--version") => {
+            print!("{}", llvm_cl::version("llvm-profdata"));
+            Ok(())
+        }
         Some(other) => Err(format!(
             "llvm-profdata subcommand '{other}' is not implemented by profmill (only 'merge', 'show' and 'overlap' are)"
         )
@@ -108,34 +279,20 @@ pub fn run(args: Args) -> Result<(), BoxError> {
     }
 }
 
-/// Splits `-name=value` / `--name=value` / `-name` / `--name` into (name, inline value).
-fn split_option(arg: &str) -> Option<(&str, Option<&str>)> {
-    let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
-    if body.is_empty() {
-        return None;
-    }
-    Some(match body.split_once('=') {
-        Some((n, v)) => (n, Some(v)),
-        None => (body, None),
-    })
-}
+/// `llvm-profdata --help`.
+const TOP_HELP: &str = "OVERVIEW: LLVM profile data (profmill drop-in)
 
-/// An option's value: inline (`-o=x`) or the next argument (`-o x`), which is then consumed.
-fn option_value(
-    args: &[String],
-    next: &mut usize,
-    inline: Option<&str>,
-    what: &str,
-) -> Result<String, BoxError> {
-    if let Some(v) = inline {
-        return Ok(v.to_string());
-    }
-    let v = args
-        .get(*next)
-        .ok_or_else(|| format!("option --{what} needs a value"))?;
-    *next += 1;
-    Ok(v.clone())
-}
+USAGE: llvm-profdata <merge|show|overlap> [args...]
+
+SUBCOMMANDS:
+
+  merge   - Takes several profiles and merge them together.
+  overlap - Computes and displays the overlap between two profiles.
+  show    - Takes a profile data file and displays the profiles.
+
+  Type \"llvm-profdata <subcommand> --help\" to get more help on a specific subcommand
+  (with --sample for the options of sample profiles).
+";
 
 fn parse_ulong(name: &str, v: &str) -> Result<u64, BoxError> {
     v.parse().map_err(|_| {
@@ -143,209 +300,77 @@ fn parse_ulong(name: &str, v: &str) -> Result<u64, BoxError> {
     })
 }
 
-fn parse_bool(name: &str, value: Option<&str>) -> Result<bool, BoxError> {
-    match value {
-        None | Some("true") | Some("TRUE") | Some("True") | Some("1") => Ok(true),
-        Some("false") | Some("FALSE") | Some("False") | Some("0") => Ok(false),
-        Some(v) => {
-            Err(format!("'{v}' is not a valid value for the boolean option --{name}").into())
-        }
-    }
-}
-
-fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
-    let mut m = MergeArgs::default();
-    let mut i = 0;
-    let mut only_positional = false;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        if only_positional || arg == "-" {
-            m.positional.push(arg.clone());
-            continue;
-        }
-        if arg == "--" {
-            only_positional = true;
-            continue;
-        }
-        let Some((name, inline)) = split_option(arg) else {
-            m.positional.push(arg.clone());
-            continue;
-        };
-        let mut value = |what: &str| option_value(args, &mut i, inline, what);
-        match name {
-            "o" | "output" => m.output = Some(value(name)?),
-            "weighted-input" => m.weighted.push(value(name)?),
-            "f" | "input-files" => m.input_files = Some(value(name)?),
-            "text" => m.text = parse_bool(name, inline)?,
-            "binary" => m.text = !parse_bool(name, inline)?,
-            "instr" => {
-                parse_bool(name, inline)?;
-            }
-            "sparse" => m.sparse = parse_bool(name, inline)?,
-            "write-prev-version" => m.write_prev_version = parse_bool(name, inline)?,
-            "function" => m.function = value(name)?,
-            "no-function" => m.no_function = value(name)?,
-            "r" | "remapping-file" => m.remapping_file = Some(value(name)?),
-            "keep-vtable-symbols" => m.keep_vtable_symbols = parse_bool(name, inline)?,
-            "binary-file" => m.binary_file = Some(value(name)?),
-            "debug-info" => m.debug_info = Some(value(name)?),
+fn parse_merge(args: &[String]) -> Result<Option<MergeArgs>, BoxError> {
+    let Some(args) = MERGE.parse_and_print(&crate::llvm_cl::os_args(args))? else {
+        return Ok(None);
+    };
+    let mut m = MergeArgs {
+        positional: args.positional_strings(),
+        ..MergeArgs::default()
+    };
+    for opt in &args.options {
+        let v = opt.text();
+        match opt.name {
+            "output" => m.output = Some(v.to_string()),
+            "weighted-input" => m.weighted.push(v.to_string()),
+            "input-files" => m.input_files = Some(v.to_string()),
+            "text" => m.text = true,
+            "binary" => m.text = false,
+            "instr" => {}
+            "sparse" => m.sparse = opt.on(),
+            "write-prev-version" => m.write_prev_version = opt.on(),
+            "function" => m.function = v.to_string(),
+            "no-function" => m.no_function = v.to_string(),
+            "remapping-file" => m.remapping_file = Some(v.to_string()),
+            "keep-vtable-symbols" => m.keep_vtable_symbols = opt.on(),
+            "binary-file" => m.binary_file = Some(v.to_string()),
+            "debug-info" => m.debug_info = Some(v.to_string()),
             "temporal-profile-trace-reservoir-size" => {
-                m.temporal_limits.reservoir_size = parse_ulong(name, &value(name)?)?
+                m.temporal_limits.reservoir_size = parse_ulong(opt.name, v)?
             }
             "temporal-profile-max-trace-length" => {
-                m.temporal_limits.max_trace_length = parse_ulong(name, &value(name)?)?
+                m.temporal_limits.max_trace_length = parse_ulong(opt.name, v)?
             }
-            "j" | "num-threads" => {
-                let v = value(name)?;
+            "num-threads" => {
                 m.threads = v
                     .parse()
                     .map_err(|_| format!("'{v}' is not a valid thread count"))?;
             }
             "failure-mode" => {
-                m.failure_mode = match value(name)?.as_str() {
+                m.failure_mode = match v {
                     "any" => FailureMode::Any,
                     "all" => FailureMode::All,
-                    "warn" => FailureMode::Warn,
-                    v => return Err(format!("unknown --failure-mode '{v}' (any, all, warn)").into()),
+                    _ => FailureMode::Warn,
                 }
             }
             // profmill's own: read raw versions 5–9 too (llvm-profdata-19 reads only 10).
-            "profmill-any-raw-version" => m.any_raw_version = parse_bool(name, inline)?,
-            "sample" | "extbinary" | "gcc" | "compbinary" => {
-                return Err(format!(
-                    "--{name}: sample profiles are not supported by profmill llvm-profdata (instrumentation profiles only)"
-                )
-                .into())
-            }
-            n if IGNORED_WITH_VALUE.contains(&n) => {
-                let v = value(n)?;
-                eprintln!("warning: profmill llvm-profdata: option --{n}={v} is not implemented and is ignored");
-            }
-            n if IGNORED_FLAGS.contains(&n) => {
-                eprintln!("warning: profmill llvm-profdata: option --{n} is not implemented and is ignored");
-            }
-            _ => {
-                return Err(format!(
-                    "llvm-profdata merge: Unknown command line argument '{arg}'"
-                )
-                .into())
-            }
+            "profmill-any-raw-version" => m.any_raw_version = opt.on(),
+            other => unreachable!("llvm-profdata merge option {other} not applied"),
         }
     }
-    Ok(m)
-}
-
-fn parse_weighted(entry: &str) -> Result<(String, u64), BoxError> {
-    let (w, file) = entry.split_once(',').unwrap_or((entry, ""));
-    match formats::instrprof::text::parse_unsigned(w.as_bytes(), 10) {
-        Some(w) if w >= 1 => Ok((file.to_string(), w)),
-        _ => Err("input weight must be a positive integer".into()),
-    }
-}
-
-/// `addWeightedInput`: files as given, directories expanded recursively in directory order;
-/// `-` (standard input) only where the caller reads it.
-fn add_input(
-    inputs: &mut Vec<WeightedInput>,
-    path: &Path,
-    weight: u64,
-    stdin: Stdin,
-) -> Result<(), BoxError> {
-    if path.as_os_str() == engine::instrprof::STDIN {
-        if let Stdin::Refused(why) = stdin {
-            return Err(why.into());
-        }
-        inputs.push(WeightedInput {
-            path: path.to_path_buf(),
-            weight,
-        });
-        return Ok(());
-    }
-    let meta = std::fs::metadata(path)
-        .map_err(|_| format!("{}: No such file or directory", path.display()))?;
-    if meta.is_file() {
-        inputs.push(WeightedInput {
-            path: path.to_path_buf(),
-            weight,
-        });
-    } else if meta.is_dir() {
-        add_directory(inputs, path, weight)?;
-    }
-    Ok(())
-}
-
-/// Whether an input named `-` is standard input.
-#[derive(Clone, Copy)]
-pub(crate) enum Stdin {
-    Read,
-    /// Refused with this message.
-    Refused(&'static str),
-}
-
-fn add_directory(inputs: &mut Vec<WeightedInput>, dir: &Path, weight: u64) -> Result<(), BoxError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => inputs.push(WeightedInput { path, weight }),
-            Ok(m) if m.is_dir() => add_directory(inputs, &path, weight)?,
-            _ => {}
-        }
-    }
-    Ok(())
+    Ok(Some(m))
 }
 
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
-    collect_weighted_inputs(
+    Ok(collect_weighted_inputs(
         &m.positional,
         &m.weighted,
         m.input_files.as_deref(),
         Stdin::Read,
-    )
-}
-
-/// The inputs of `llvm-profdata merge` (instrumentation and sample profiles alike), in LLVM's
-/// order, so that errors come in LLVM's order too: positional files, `--weighted-input`s,
-/// then the lines of the `-f` list (`#` comments skipped, `W,FILE` or `FILE`).
-pub(crate) fn collect_weighted_inputs(
-    positional: &[String],
-    weighted: &[String],
-    input_files: Option<&str>,
-    stdin: Stdin,
-) -> Result<Vec<WeightedInput>, BoxError> {
-    let mut inputs = Vec::new();
-    let mut add = |file: &str, weight| add_input(&mut inputs, Path::new(file), weight, stdin);
-    for p in positional {
-        add(p, 1)?;
-    }
-    for w in weighted {
-        let (file, weight) = parse_weighted(w)?;
-        add(&file, weight)?;
-    }
-    if let Some(list) = input_files {
-        let text = std::fs::read_to_string(list).map_err(|e| format!("{list}: {e}"))?;
-        for line in text.split('\n').filter(|l| !l.is_empty()) {
-            let entry = line.trim_matches([' ', '\t', '\x0b', '\x0c', '\r']);
-            if entry.starts_with('#') {
-                continue;
-            }
-            let (file, weight) = if entry.contains(',') {
-                parse_weighted(entry)?
-            } else {
-                (entry.to_string(), 1)
-            };
-            add(&file, weight)?;
-        }
-    }
-    if inputs.is_empty() {
-        return Err("no input files specified. See llvm-profdata merge -help".into());
-    }
-    Ok(inputs)
+        "llvm-profdata",
+    )?)
 }
 
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let inputs = collect_inputs(&m)?;
+    if inputs
+        .iter()
+        .any(|i| i.path.as_os_str() == engine::io::inputs::STDIN)
+    {
+        // llvm-profdata consumes standard input probing it for the memprof format, then
+        // merges `-` as an empty input (which the engine does).
+        std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
+    }
     let remapper = match &m.remapping_file {
         Some(file) => {
             let text = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
@@ -431,68 +456,39 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// `show` options that change what is printed and that we do not implement: refused rather
-/// than ignored, since the output would silently differ.
-const SHOW_UNSUPPORTED: &[&str] = &[
-    "covered",
-    "value-cutoff",
-    "list-below-cutoff",
-    "temporal-profile-traces",
-    "show-vtables",
-    "detailed-summary-cutoffs",
-    "memory",
-    "sample",
-    "memop-sizes-cutoff",
-    "show-format",
-];
-
 fn run_show(args: &[String]) -> Result<(), BoxError> {
     use engine::instrprof::show::{read_listing, show, ShowOptions};
+    let Some(args) = SHOW.parse_and_print(&crate::llvm_cl::os_args(args))? else {
+        return Ok(());
+    };
     let mut o = ShowOptions::default();
     let mut output: Option<String> = None;
-    let mut file: Option<String> = None;
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        let Some((name, inline)) = split_option(arg) else {
-            if file.replace(arg.clone()).is_some() {
-                return Err("llvm-profdata show takes one profile".into());
-            }
-            continue;
-        };
-        let mut value = |what: &str| option_value(args, &mut i, inline, what);
-        match name {
-            "o" | "output" => output = Some(value(name)?),
-            "function" => o.function = Some(value(name)?),
+    let file = match args.positional_strings().as_slice() {
+        [] => None,
+        [file] => Some(file.clone()),
+        _ => return Err("llvm-profdata show takes one profile".into()),
+    };
+    for opt in &args.options {
+        let v = opt.text();
+        match opt.name {
+            "output" => output = Some(v.to_string()),
+            "function" => o.function = Some(v.to_string()),
             "topn" => {
-                let v = value(name)?;
                 o.topn = v
                     .parse()
                     .map_err(|_| format!("'{v}' is not a valid --topn"))?;
             }
-            "all-functions" => o.all_functions = parse_bool(name, inline)?,
-            "counts" => o.counts = parse_bool(name, inline)?,
-            "text" => o.text = parse_bool(name, inline)?,
-            "ic-targets" => o.ic_targets = parse_bool(name, inline)?,
-            "memop-sizes" => o.memop_sizes = parse_bool(name, inline)?,
-            "detailed-summary" => o.detailed_summary = parse_bool(name, inline)?,
-            "binary-ids" => o.binary_ids = parse_bool(name, inline)?,
-            "profile-version" => o.profile_version = parse_bool(name, inline)?,
-            "showcs" => o.showcs = parse_bool(name, inline)?,
-            "instr" => {
-                parse_bool(name, inline)?;
-            }
-            n if SHOW_UNSUPPORTED.contains(&n) => {
-                return Err(
-                    format!("llvm-profdata show: --{n} is not implemented by profmill").into(),
-                )
-            }
-            _ => {
-                return Err(
-                    format!("llvm-profdata show: Unknown command line argument '{arg}'").into(),
-                )
-            }
+            "all-functions" => o.all_functions = opt.on(),
+            "counts" => o.counts = opt.on(),
+            "text" => o.text = opt.on(),
+            "ic-targets" => o.ic_targets = opt.on(),
+            "memop-sizes" => o.memop_sizes = opt.on(),
+            "detailed-summary" => o.detailed_summary = opt.on(),
+            "binary-ids" => o.binary_ids = opt.on(),
+            "profile-version" => o.profile_version = opt.on(),
+            "showcs" => o.showcs = opt.on(),
+            "instr" => {}
+            other => unreachable!("llvm-profdata show option {other} not applied"),
         }
     }
     let file = file.ok_or("llvm-profdata show: a profile file is required")?;
@@ -529,46 +525,26 @@ fn read_file_or_stdin(file: &str) -> std::io::Result<Vec<u8>> {
 fn run_overlap(args: &[String]) -> Result<(), BoxError> {
     use engine::instrprof::overlap::{overlap, OverlapOptions};
     use engine::instrprof::show::read_listing_partial;
+    let Some(args) = OVERLAP.parse_and_print(&crate::llvm_cl::os_args(args))? else {
+        return Ok(());
+    };
     let mut o = OverlapOptions::default();
     let mut output: Option<String> = None;
-    let mut files: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        let Some((name, inline)) = split_option(arg).filter(|_| arg != "-") else {
-            files.push(arg.clone());
-            continue;
-        };
-        let mut value = |what: &str| option_value(args, &mut i, inline, what);
-        match name {
-            "o" | "output" => output = Some(value(name)?),
-            "function" => o.function = value(name)?,
+    let files = args.positional_strings();
+    for opt in &args.options {
+        let v = opt.text();
+        match opt.name {
+            "output" => output = Some(v.to_string()),
+            "function" => o.function = v.to_string(),
             "value-cutoff" => {
-                let v = value(name)?;
                 o.value_cutoff = v
                     .parse()
                     .map_err(|_| format!("'{v}' value invalid for ulong argument!"))?;
             }
-            "cs" => o.cs = parse_bool(name, inline)?,
-            "instr" => {
-                parse_bool(name, inline)?;
-            }
+            "cs" => o.cs = opt.on(),
             // Only read for sample profiles.
-            "similarity-cutoff" => {
-                value(name)?;
-            }
-            "sample" => {
-                return Err(
-                    "--sample: sample profiles are not supported by profmill llvm-profdata overlap"
-                        .into(),
-                )
-            }
-            _ => {
-                return Err(
-                    format!("llvm-profdata overlap: Unknown command line argument '{arg}'").into(),
-                )
-            }
+            "instr" | "similarity-cutoff" => {}
+            other => unreachable!("llvm-profdata overlap option {other} not applied"),
         }
     }
     let [base_name, test_name] = &files[..] else {

@@ -1,8 +1,8 @@
 //! `profmill llvm-profdata merge|show|overlap --sample …`: the sample-profile side of the
 //! llvm-profdata drop-in, with llvm-profdata-19's option spelling and output.
 //!
-//! Options are parsed as LLVM's `cl` parser accepts them (`-o x`, `-o=x`, `--output=x`,
-//! single or double dash). Options llvm-profdata-19 ignores for sample profiles (`-j`,
+//! Options are read by [`crate::llvm_cl`] as LLVM's `cl` parser reads them (`-o x`, `-o=x`,
+//! `--output=x`, single or double dash), from the tables here. Options llvm-profdata-19 ignores for sample profiles (`-j`,
 //! `--sparse`, instrumentation-only settings) are accepted with a warning; options that would
 //! change the output and that profmill does not implement are refused, never ignored;
 //! unknown options are refused as LLVM refuses them.
@@ -26,9 +26,11 @@ use std::path::PathBuf;
 use engine::io::output::write_atomically;
 use engine::sampleprof::{self as sp, show, transform, Input, MergeOptions, OutputFormat};
 
-use crate::llvm_profdata::{collect_weighted_inputs, Stdin};
+use crate::llvm_cl::os_args;
+use crate::llvm_cl::{Opt, Tool};
+use engine::io::inputs::{collect_weighted_inputs, Stdin};
 use formats::sampleprof::binary::ExtBinaryOptions;
-use formats::sampleprof::{Context, FunctionId, Profile};
+use formats::sampleprof::Profile;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -47,123 +49,47 @@ pub fn dispatch(args: &[OsString]) -> Option<Result<(), BoxError>> {
         return None;
     }
     Some(match sub {
-        "merge" => parse_merge(&rest).and_then(run_merge),
-        "show" => parse_show(&rest).and_then(run_show),
+        "merge" => parse_merge(&rest).and_then(|m| m.map_or(Ok(()), run_merge)),
+        "show" => parse_show(&rest).and_then(|s| s.map_or(Ok(()), run_show)),
         _ => run_overlap(&rest),
     })
 }
 
 /// Whether the last profile-kind switch before `--` is `--sample` (LLVM's `cl::opt` keeps the
-/// last one given).
+/// last one given). `--sample=…` is left to the instrumentation side, which refuses the value
+/// as LLVM does.
 fn selects_sample(args: &[String]) -> bool {
     let mut sample = false;
-    for a in args {
-        if a == "--" {
-            break;
-        }
-        match split_option(a) {
-            Some(("sample", v)) => sample = parse_bool("sample", v).unwrap_or(false),
-            Some(("instr" | "memory", _)) => sample = false,
+    for a in args.iter().take_while(|a| *a != "--") {
+        match a.trim_start_matches('-') {
+            "sample" if a.starts_with('-') => sample = true,
+            "instr" | "memory" if a.starts_with('-') => sample = false,
             _ => {}
         }
     }
     sample
 }
 
-/// Splits `-name=value` / `--name=value` / `-name` / `--name` into (name, inline value).
-fn split_option(arg: &str) -> Option<(&str, Option<&str>)> {
-    let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
-    if body.is_empty() {
-        return None;
-    }
-    Some(match body.split_once('=') {
-        Some((n, v)) => (n, Some(v)),
-        None => (body, None),
-    })
-}
+/// Why options of instrumentation profiles are ignored here.
+const INSTR_ONLY: &str = "applies to instrumentation profiles; ignored for sample profiles";
 
-fn parse_bool(name: &str, value: Option<&str>) -> Result<bool, BoxError> {
-    match value {
-        None | Some("true" | "TRUE" | "True" | "1") => Ok(true),
-        Some("false" | "FALSE" | "False" | "0") => Ok(false),
-        Some(v) => {
-            Err(format!("'{v}' is not a valid value for the boolean option --{name}").into())
-        }
-    }
-}
+/// Options all three subcommands share on sample profiles.
+const COMMON: &[Opt] = &[
+    Opt::flag(&["sample"], "Sample profile"),
+    Opt::flag(
+        &["instr"],
+        "Instrumentation profile (the last of --instr/--sample counts)",
+    ),
+    Opt::value(&["output", "o"], "<output>", "Output file"),
+];
 
 fn parse_number<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, BoxError> {
     v.parse()
         .map_err(|_| format!("'{v}' value invalid for option --{name}").into())
 }
 
-/// One command line walked option by option, LLVM style.
-struct Walker<'a> {
-    args: &'a [String],
-    next: usize,
-    only_positional: bool,
-}
-
-enum Item<'a> {
-    Positional(&'a str),
-    Option {
-        arg: &'a str,
-        name: &'a str,
-        inline: Option<&'a str>,
-    },
-}
-
-impl<'a> Walker<'a> {
-    fn new(args: &'a [String]) -> Self {
-        Walker {
-            args,
-            next: 0,
-            only_positional: false,
-        }
-    }
-
-    fn next_item(&mut self) -> Option<Item<'a>> {
-        loop {
-            let arg = self.args.get(self.next)?.as_str();
-            self.next += 1;
-            if self.only_positional || arg == "-" {
-                return Some(Item::Positional(arg));
-            }
-            if arg == "--" {
-                self.only_positional = true;
-                continue;
-            }
-            return Some(match split_option(arg) {
-                Some((name, inline)) => Item::Option { arg, name, inline },
-                None => Item::Positional(arg),
-            });
-        }
-    }
-
-    /// The option's value: inline (`-o=x`) or the next argument (`-o x`).
-    fn value(&mut self, name: &str, inline: Option<&str>) -> Result<String, BoxError> {
-        if let Some(v) = inline {
-            return Ok(v.to_string());
-        }
-        let v = self
-            .args
-            .get(self.next)
-            .ok_or_else(|| format!("option --{name} needs a value"))?;
-        self.next += 1;
-        Ok(v.clone())
-    }
-}
-
-fn ignored(name: &str, what: &str) {
-    eprintln!("warning: profmill llvm-profdata: --{name} {what}; ignored for sample profiles");
-}
-
 fn not_implemented(sub: &str, name: &str) -> BoxError {
     format!("llvm-profdata {sub} --sample: --{name} is not implemented by profmill").into()
-}
-
-fn unknown(arg: &str) -> BoxError {
-    format!("llvm-profdata: Unknown command line argument '{arg}'").into()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,124 +123,140 @@ struct MergeArgs {
     dump_input_file_list: bool,
 }
 
-/// `llvm-profdata merge` options that take a value and do not apply to sample profiles.
-const MERGE_INSTR_ONLY_VALUES: &[&str] = &[
-    "j",
-    "num-threads",
-    "debug-info",
-    "binary-file",
-    "debuginfod",
-    "correlate",
-    "profiled-binary",
-    "temporal-profile-trace-reservoir-size",
-    "temporal-profile-max-trace-length",
-    "max-debug-info-correlation-warnings",
-    "memprof-version",
-    "zero-counter-threshold",
-    "suppl-min-size-threshold",
-    "instr-prof-cold-threshold",
+/// `llvm-profdata merge --sample` (llvm-profdata-19's options, and `--split-layout` of 20+).
+const MERGE_OPTIONS: &[Opt] = &[
+    Opt::value(&["weighted-input"], "<string>", "<weight>,<filename>"),
+    Opt::value(
+        &["input-files", "f"],
+        "<string>",
+        "Path to file containing newline-separated [<weight>,]<filename> entries",
+    ),
+    Opt::value(&["remapping-file", "r"], "<file>", "Symbol remapping file"),
+    Opt::value(
+        &["prof-sym-list"],
+        "<string>",
+        "Path to file containing the list of function symbols used to populate profile symbol list",
+    ),
+    Opt::flag(&["text"], "Text encoding"),
+    Opt::flag(&["binary"], "Binary encoding"),
+    Opt::flag(&["extbinary"], "Extensible binary encoding (default)"),
+    Opt::flag(&["gcc"], "GCC encoding (only meaningful for -sample)"),
+    Opt::boolean(&["use-md5"], "Choose to use MD5 to represent string in name table (only meaningful for -extbinary)"),
+    Opt::boolean(&["compress-all-sections"], "Compress all sections when writing the profile (only meaningful for -extbinary)"),
+    Opt::boolean(&["gen-partial-profile"], "Generate a partial profile (only meaningful for -extbinary)"),
+    // Not an option of llvm-profdata-19 (LLVM 20 added it); accepted as LLVM 20+ does.
+    Opt::boolean(&["split-layout"], "Split the profile to two sections with one containing sample profiles with inlined functions and the other without (only meaningful for -extbinary)"),
+    Opt::boolean(&["drop-profile-symbol-list"], "Drop the profile symbol list when merging AutoFDO profiles (only meaningful for -sample)"),
+    Opt::boolean(&["dump-input-file-list"], "Dump the list of input files and their weights, then exit"),
+    Opt::value(&["failure-mode"], "<value>", "Failure mode:").choices(&[
+        ("warn", "Do not fail and just print warnings."),
+        ("any", "Fail if any profile is invalid."),
+        ("all", "Fail only if all profiles are invalid."),
+    ]),
+    Opt::value(
+        &["convert-sample-profile-layout"],
+        "<value>",
+        "Convert the generated profile to a profile with a new layout (profmill: flat only)",
+    )
+    .choices(&[
+        ("nest", "Nested profile, the input should be CS flat profile"),
+        ("flat", "Profile with nested inlinee flatten out"),
+    ]),
+    Opt::value(&["supplement-instr-with-sample"], "<string>", "Supplement an instr profile with sample profile (-instr only)"),
+    Opt::value(&["output-size-limit"], "<ulong>", "Trim cold functions until profile size is below specified limit in bytes")
+        .default("0")
+        .refused(),
+    Opt::value(&["sample-frame-depth-for-cold-context"], "<uint>", "Keep the last K frames while merging cold profile. 1 means the context-less base profile")
+        .default("1")
+        .ignored("only applies with --sample-merge-cold-context"),
+    Opt::boolean(&["sample-merge-cold-context"], "Merge context sample profiles whose count is below cold threshold").refused(),
+    Opt::boolean(&["sample-trim-cold-context"], "Trim context sample profiles whose count is below cold threshold").refused(),
+    Opt::value(&["function"], "<string>", "Only keep functions matching the filter").refused(),
+    Opt::value(&["no-function"], "<string>", "Exclude functions matching the filter").refused(),
+    Opt::value(&["fs-discriminator-pass"], "<value>", "Zero out the discriminator bits for the FS discrimiator pass beyond this value").refused(),
+    Opt::boolean(&["generate-merged-base-profiles"], "When generating nested context-sensitive profiles, always generate extra base profile for function with all its context profiles merged into it.").refused(),
+    Opt::boolean(&["profile-isfs"], "Profile uses flow sensitive discriminators").refused(),
+    Opt::value(&["num-threads", "j"], "<uint>", "Number of merge threads to use (default: autodetect)").ignored(INSTR_ONLY),
+    Opt::value(&["debug-info"], "<string>", "Use the provided debug info to correlate the raw profile").ignored(INSTR_ONLY),
+    Opt::value(&["binary-file"], "<string>", "Use the provided unstripped binary to correlate the raw profile").ignored(INSTR_ONLY),
+    Opt::value(&["debuginfod"], "<string>", "Use debuginfod to correlate profiles").ignored(INSTR_ONLY),
+    Opt::value(&["correlate"], "<value>", "Use debug info or binary file to correlate profiles").ignored(INSTR_ONLY),
+    Opt::value(&["profiled-binary"], "<string>", "Path to binary from which the profile was collected.").ignored(INSTR_ONLY),
+    Opt::value(&["temporal-profile-trace-reservoir-size"], "<ulong>", "The maximum number of stored temporal profile traces (default: 100)").ignored(INSTR_ONLY),
+    Opt::value(&["temporal-profile-max-trace-length"], "<ulong>", "The maximum length of a single temporal profile trace (default: 10000)").ignored(INSTR_ONLY),
+    Opt::value(&["max-debug-info-correlation-warnings"], "<uint>", "The maximum number of warnings to emit when correlating profile from debug info (0 = no limit)").ignored(INSTR_ONLY),
+    Opt::value(&["memprof-version"], "<value>", "Specify the version of the memprof format to use").ignored(INSTR_ONLY),
+    Opt::value(&["zero-counter-threshold"], "<number>", "For the function which is cold in instr profile but hot in sample profile, if the ratio of the number of zero counters divided by the total number of counters is above the threshold, the profile of the function will be regarded as being harmful for performance and will be dropped.").ignored(INSTR_ONLY),
+    Opt::value(&["suppl-min-size-threshold"], "<uint>", "If the size of a function is smaller than the threshold, assume it can be inlined by PGO early inliner and it won't be adjusted based on sample profile.").ignored(INSTR_ONLY),
+    Opt::value(&["instr-prof-cold-threshold"], "<uint>", "User specified cold threshold for instr profile which will override the cold threshold got from profile summary.").ignored(INSTR_ONLY),
+    Opt::boolean(&["sparse"], "Generate a sparse profile (only meaningful for -instr)").ignored(INSTR_ONLY),
+    Opt::boolean(&["keep-vtable-symbols"], "If true, keep the vtable symbols in indexed profiles").ignored(INSTR_ONLY),
+    Opt::boolean(&["memprof-full-schema"], "Use the full schema for serialization").ignored(INSTR_ONLY),
 ];
-const MERGE_INSTR_ONLY_FLAGS: &[&str] = &["sparse", "keep-vtable-symbols", "memprof-full-schema"];
 
-fn parse_merge(args: &[String]) -> Result<MergeArgs, BoxError> {
-    let mut m = MergeArgs::default();
-    let mut w = Walker::new(args);
-    while let Some(item) = w.next_item() {
-        let (arg, name, inline) = match item {
-            Item::Positional(p) => {
-                m.positional.push(p.to_string());
-                continue;
-            }
-            Item::Option { arg, name, inline } => (arg, name, inline),
-        };
+const MERGE: Tool = Tool {
+    name: "llvm-profdata merge",
+    overview: "LLVM profile data (profmill drop-in)\n\nSUBCOMMAND 'merge': Takes several profiles and merge them together (--sample: sample profiles).",
+    usage: "--sample <filename...>",
+    options: &[COMMON, MERGE_OPTIONS],
+    comma_positionals: false,
+};
+
+fn parse_merge(args: &[String]) -> Result<Option<MergeArgs>, BoxError> {
+    let Some(args) = MERGE.parse_and_print(&os_args(args))? else {
+        return Ok(None);
+    };
+    let mut m = MergeArgs {
+        positional: args.positional_strings(),
+        ..MergeArgs::default()
+    };
+    for opt in &args.options {
+        let (name, v) = (opt.name, opt.text());
         match name {
             "sample" | "instr" => {}
-            "o" | "output" => m.output = Some(w.value(name, inline)?),
-            "weighted-input" => m.weighted.push(w.value(name, inline)?),
-            "f" | "input-files" => m.input_files = Some(w.value(name, inline)?),
-            "r" | "remapping-file" => m.remapping_file = Some(w.value(name, inline)?),
-            "prof-sym-list" => m.prof_sym_list = Some(w.value(name, inline)?),
+            "output" => m.output = Some(v.to_string()),
+            "weighted-input" => m.weighted.push(v.to_string()),
+            "input-files" => m.input_files = Some(v.to_string()),
+            "remapping-file" => m.remapping_file = Some(v.to_string()),
+            "prof-sym-list" => m.prof_sym_list = Some(v.to_string()),
             "text" => m.format = WriteFormat::Text,
             "binary" => m.format = WriteFormat::Binary,
             "extbinary" => m.format = WriteFormat::ExtBinary,
             "gcc" => m.format = WriteFormat::Gcc,
-            "use-md5" => m.use_md5 = parse_bool(name, inline)?,
-            "compress-all-sections" => m.compress_all = parse_bool(name, inline)?,
-            "gen-partial-profile" => m.gen_partial = parse_bool(name, inline)?,
-            // Not an option of llvm-profdata-19 (LLVM 20 added it); accepted as LLVM 20+ does.
-            "split-layout" => m.split_layout = parse_bool(name, inline)?,
-            "drop-profile-symbol-list" => m.drop_symbol_list = parse_bool(name, inline)?,
-            "dump-input-file-list" => m.dump_input_file_list = parse_bool(name, inline)?,
-            "failure-mode" => {
-                m.skip_unreadable = match w.value(name, inline)?.as_str() {
-                    "any" => false,
-                    "all" | "warn" => true,
-                    v => {
-                        return Err(format!("unknown --failure-mode '{v}' (any, all, warn)").into())
-                    }
-                }
-            }
-            "convert-sample-profile-layout" => match w.value(name, inline)?.as_str() {
+            "use-md5" => m.use_md5 = opt.on(),
+            "compress-all-sections" => m.compress_all = opt.on(),
+            "gen-partial-profile" => m.gen_partial = opt.on(),
+            "split-layout" => m.split_layout = opt.on(),
+            "drop-profile-symbol-list" => m.drop_symbol_list = opt.on(),
+            "dump-input-file-list" => m.dump_input_file_list = opt.on(),
+            "failure-mode" => m.skip_unreadable = v != "any",
+            "convert-sample-profile-layout" => match v {
                 "flat" => m.flatten = true,
-                "nest" => {
+                _ => {
                     return Err(not_implemented(
                         "merge",
                         "convert-sample-profile-layout=nest",
                     ))
                 }
-                v => {
-                    return Err(format!(
-                    "'{v}' is not a valid value for --convert-sample-profile-layout (nest, flat)"
-                )
-                    .into())
-                }
             },
-            "output-size-limit" => {
-                let v = w.value(name, inline)?;
-                if parse_number::<u64>(name, &v)? != 0 {
-                    return Err(not_implemented("merge", name));
-                }
-            }
-            "sample-frame-depth-for-cold-context" => {
-                let v = w.value(name, inline)?;
-                parse_number::<u32>(name, &v)?;
-            }
-            "sample-merge-cold-context" | "sample-trim-cold-context" => {
-                if parse_bool(name, inline)? {
-                    return Err(not_implemented("merge", name));
-                }
-            }
-            "function" | "no-function" | "fs-discriminator-pass" => {
-                w.value(name, inline)?;
-                return Err(not_implemented("merge", name));
-            }
-            "generate-merged-base-profiles" | "profile-isfs" => {
-                if parse_bool(name, inline)? {
-                    return Err(not_implemented("merge", name));
-                }
-            }
             "supplement-instr-with-sample" => {
-                w.value(name, inline)?;
                 return Err("-supplement-instr-with-sample can only work with -instr. ".into());
             }
-            n if MERGE_INSTR_ONLY_VALUES.contains(&n) => {
-                let v = w.value(n, inline)?;
-                ignored(&format!("{n}={v}"), "applies to instrumentation profiles");
-            }
-            n if MERGE_INSTR_ONLY_FLAGS.contains(&n) => {
-                parse_bool(n, inline)?;
-                ignored(n, "applies to instrumentation profiles");
-            }
-            _ => return Err(unknown(arg)),
+            other => unreachable!("llvm-profdata merge --sample option {other} not applied"),
         }
     }
-    Ok(m)
+    Ok(Some(m))
 }
 
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
     let stdin = Stdin::Refused("reading a profile from standard input is not supported");
-    let inputs =
-        collect_weighted_inputs(&m.positional, &m.weighted, m.input_files.as_deref(), stdin)?;
+    let inputs = collect_weighted_inputs(
+        &m.positional,
+        &m.weighted,
+        m.input_files.as_deref(),
+        stdin,
+        "llvm-profdata",
+    )?;
     Ok(inputs
         .into_iter()
         .map(|i| Input {
@@ -488,172 +430,75 @@ struct ShowArgs {
     topn: u32,
 }
 
-const SHOW_INSTR_ONLY_FLAGS: &[&str] = &[
-    "counts",
-    "ic-targets",
-    "memop-sizes",
-    "text",
-    "binary-ids",
-    "covered",
-    "profile-version",
-    "showcs",
-    "list-below-cutoff",
-    "temporal-profile-traces",
-    "show-vtables",
-];
-const SHOW_INSTR_ONLY_VALUES: &[&str] = &[
-    "value-cutoff",
-    "detailed-summary-cutoffs",
-    "debug-info",
-    "profiled-binary",
-    "max-debug-info-correlation-warnings",
-    "memop-sizes-cutoff",
+/// `llvm-profdata show --sample` (llvm-profdata-19's options).
+const SHOW_OPTIONS: &[Opt] = &[
+    Opt::value(&["function"], "<string>", "Details for matching functions"),
+    Opt::value(&["topn"], "<uint>", "Show the list of functions with the largest internal counts"),
+    Opt::boolean(&["all-functions"], "Details for each and every function"),
+    Opt::boolean(&["show-prof-sym-list"], "Show profile symbol list if it exists in the profile. "),
+    Opt::boolean(&["show-sec-info-only"], "Show the information of each section in the sample profile. The flag is only usable when the sample profile is in extbinary format"),
+    Opt::boolean(&["detailed-summary"], "Show detailed profile summary"),
+    Opt::boolean(&["hot-func-list"], "Show profile summary of a list of hot functions"),
+    Opt::value(&["show-format"], "<value>", "Emit output in the selected format if supported by the provided profile type.")
+        .choices(&[("text", "emit normal text output (default)"), ("json", "emit JSON"), ("yaml", "emit YAML")])
+        .default("text")
+        .refused(),
+    Opt::boolean(&["json"], "Show sample profile data in the JSON format (deprecated, please use --show-format=json)").refused(),
+    Opt::value(&["fs-discriminator-pass"], "<value>", "Zero out the discriminator bits for the FS discrimiator pass beyond this value").refused(),
+    Opt::boolean(&["profile-isfs"], "Profile uses flow sensitive discriminators").refused(),
+    Opt::boolean(&["counts"], "Show counter values for shown functions").ignored(INSTR_ONLY),
+    Opt::boolean(&["ic-targets"], "Show indirect call site target values for shown functions").ignored(INSTR_ONLY),
+    Opt::boolean(&["memop-sizes"], "Show the profiled sizes of the memory intrinsic calls for shown functions").ignored(INSTR_ONLY),
+    Opt::boolean(&["text"], "Show instr profile data in text dump format").ignored(INSTR_ONLY),
+    Opt::boolean(&["binary-ids"], "Show binary ids in the profile.").ignored(INSTR_ONLY),
+    Opt::boolean(&["covered"], "Show only the functions that have been executed.").ignored(INSTR_ONLY),
+    Opt::boolean(&["profile-version"], "Show profile version.").ignored(INSTR_ONLY),
+    Opt::boolean(&["showcs"], "Show context sensitive counts").ignored(INSTR_ONLY),
+    Opt::boolean(&["list-below-cutoff"], "Only output names of functions whose max count values are below the cutoff value").ignored(INSTR_ONLY),
+    Opt::boolean(&["temporal-profile-traces"], "Show temporal profile traces in the profile.").ignored(INSTR_ONLY),
+    Opt::boolean(&["show-vtables"], "Show vtable names for shown functions").ignored(INSTR_ONLY),
+    Opt::value(&["value-cutoff"], "<uint>", "Set the count value cutoff. Functions with the maximum count less than this value will not be printed out. (Default is 0)").ignored(INSTR_ONLY),
+    Opt::list(&["detailed-summary-cutoffs"], "<800000,901000,999999>", "Cutoff percentages (times 10000) for generating detailed summary").ignored(INSTR_ONLY),
+    Opt::value(&["debug-info"], "<string>", "Read and extract profile metadata from debug info and show the functions it found.").ignored(INSTR_ONLY),
+    Opt::value(&["profiled-binary"], "<string>", "Path to binary from which the profile was collected.").ignored(INSTR_ONLY),
+    Opt::value(&["max-debug-info-correlation-warnings"], "<uint>", "The maximum number of warnings to emit when correlating profile from debug info (0 = no limit)").ignored(INSTR_ONLY),
+    Opt::value(&["memop-sizes-cutoff"], "<uint>", "Cutoff of memop sizes").ignored(INSTR_ONLY),
 ];
 
-fn parse_show(args: &[String]) -> Result<ShowArgs, BoxError> {
+const SHOW: Tool = Tool {
+    name: "llvm-profdata show",
+    overview: "LLVM profile data (profmill drop-in)\n\nSUBCOMMAND 'show': Takes a profile data file and displays the profiles (--sample: sample profiles).",
+    usage: "--sample <profdata-file>",
+    options: &[COMMON, SHOW_OPTIONS],
+    comma_positionals: false,
+};
+
+fn parse_show(args: &[String]) -> Result<Option<ShowArgs>, BoxError> {
+    let Some(args) = SHOW.parse_and_print(&os_args(args))? else {
+        return Ok(None);
+    };
     let mut s = ShowArgs::default();
-    let mut w = Walker::new(args);
-    while let Some(item) = w.next_item() {
-        let (arg, name, inline) = match item {
-            Item::Positional(p) => {
-                if s.file.replace(p.to_string()).is_some() {
-                    return Err("llvm-profdata show takes one profile".into());
-                }
-                continue;
-            }
-            Item::Option { arg, name, inline } => (arg, name, inline),
-        };
+    match args.positional_strings().as_slice() {
+        [] => {}
+        [file] => s.file = Some(file.clone()),
+        _ => return Err("llvm-profdata show takes one profile".into()),
+    }
+    for opt in &args.options {
+        let (name, v) = (opt.name, opt.text());
         match name {
             "sample" | "instr" => {}
-            "o" | "output" => s.output = Some(w.value(name, inline)?),
-            "function" => s.function = Some(w.value(name, inline)?),
-            "topn" => s.topn = parse_number(name, &w.value(name, inline)?)?,
-            "all-functions" => s.all_functions = parse_bool(name, inline)?,
-            "show-prof-sym-list" => s.show_prof_sym_list = parse_bool(name, inline)?,
-            "show-sec-info-only" => s.sec_info_only = parse_bool(name, inline)?,
-            "detailed-summary" => s.detailed_summary = parse_bool(name, inline)?,
-            "hot-func-list" => s.hot_func_list = parse_bool(name, inline)?,
-            "show-format" => match w.value(name, inline)?.as_str() {
-                "text" => {}
-                "json" | "yaml" => return Err(not_implemented("show", arg)),
-                v => return Err(format!("'{v}' is not a valid --show-format").into()),
-            },
-            "json" => {
-                if parse_bool(name, inline)? {
-                    return Err(not_implemented("show", name));
-                }
-            }
-            "fs-discriminator-pass" => {
-                w.value(name, inline)?;
-                return Err(not_implemented("show", name));
-            }
-            "profile-isfs" => {
-                if parse_bool(name, inline)? {
-                    return Err(not_implemented("show", name));
-                }
-            }
-            n if SHOW_INSTR_ONLY_FLAGS.contains(&n) => {
-                parse_bool(n, inline)?;
-                ignored(n, "applies to instrumentation profiles");
-            }
-            n if SHOW_INSTR_ONLY_VALUES.contains(&n) => {
-                let v = w.value(n, inline)?;
-                ignored(&format!("{n}={v}"), "applies to instrumentation profiles");
-            }
-            _ => return Err(unknown(arg)),
+            "output" => s.output = Some(v.to_string()),
+            "function" => s.function = Some(v.to_string()),
+            "topn" => s.topn = parse_number(name, v)?,
+            "all-functions" => s.all_functions = opt.on(),
+            "show-prof-sym-list" => s.show_prof_sym_list = opt.on(),
+            "show-sec-info-only" => s.sec_info_only = opt.on(),
+            "detailed-summary" => s.detailed_summary = opt.on(),
+            "hot-func-list" => s.hot_func_list = opt.on(),
+            other => unreachable!("llvm-profdata show --sample option {other} not applied"),
         }
     }
-    Ok(s)
-}
-
-/// `SampleProfileReaderExtBinaryBase::dumpSectionInfo`.
-fn section_info(out: &mut Vec<u8>, data: &[u8]) -> Result<(), BoxError> {
-    use formats::sampleprof::binary::{flag, read_section_table, sec};
-    let table = read_section_table(data)?;
-    let mut total = 0u64;
-    for e in &table {
-        let name = match e.kind {
-            sec::SUMMARY => "ProfileSummarySection",
-            sec::NAME_TABLE => "NameTableSection",
-            sec::SYMBOL_LIST => "ProfileSymbolListSection",
-            sec::FUNC_OFFSET => "FuncOffsetTableSection",
-            sec::FUNC_METADATA => "FunctionMetadata",
-            sec::CS_NAME_TABLE => "CSNameTableSection",
-            sec::LBR_PROFILE => "LBRProfileSection",
-            _ => "UnknownSection",
-        };
-        let has = |f: u64| e.flags & f == f;
-        let mut flags: Vec<&str> = Vec::new();
-        if has(flag::COMPRESS) {
-            flags.push("compressed");
-        }
-        if has(flag::FLAT) {
-            flags.push("flat");
-        }
-        match e.kind {
-            sec::NAME_TABLE => {
-                if has(flag::FIXED_LENGTH_MD5) {
-                    flags.push("fixlenmd5");
-                } else if has(flag::MD5_NAME) {
-                    flags.push("md5");
-                }
-                if has(flag::UNIQ_SUFFIX) {
-                    flags.push("uniq");
-                }
-            }
-            sec::SUMMARY => {
-                for (f, n) in [
-                    (flag::PARTIAL, "partial"),
-                    (flag::FULL_CONTEXT, "context"),
-                    (flag::PRE_INLINED, "preInlined"),
-                    (flag::FS_DISCRIMINATOR, "fs-discriminator"),
-                ] {
-                    if has(f) {
-                        flags.push(n);
-                    }
-                }
-            }
-            sec::FUNC_OFFSET if has(flag::ORDERED) => flags.push("ordered"),
-            sec::FUNC_METADATA => {
-                if has(flag::PROBE_BASED) {
-                    flags.push("probe");
-                }
-                if has(flag::HAS_ATTRIBUTE) {
-                    flags.push("attr");
-                }
-            }
-            _ => {}
-        }
-        writeln!(
-            out,
-            "{name} - Offset: {}, Size: {}, Flags: {{{}}}",
-            e.offset,
-            e.size,
-            flags.join(",")
-        )?;
-        total = total.wrapping_add(e.size);
-    }
-    let header = table.first().map_or(0, |e| e.offset);
-    writeln!(out, "Header Size: {header}")?;
-    writeln!(out, "Total Sections Size: {total}")?;
-    writeln!(out, "File Size: {}", data.len())?;
-    Ok(())
-}
-
-/// `SampleProfileReader::getSamplesFor(name)`: the plain context of that name (or of its
-/// MD5 when the profile has hashed names).
-fn samples_for<'p>(
-    profile: &'p Profile,
-    name: &str,
-) -> Option<(&'p Context, &'p formats::sampleprof::FunctionSamples)> {
-    let by_name = Context::Plain(FunctionId::name(name.as_bytes()));
-    let by_hash = Context::Plain(FunctionId::Hash(formats::sampleprof::model::md5_guid(
-        name.as_bytes(),
-    )));
-    profile
-        .functions
-        .get_key_value(&by_name)
-        .or_else(|| profile.functions.get_key_value(&by_hash))
+    Ok(Some(s))
 }
 
 fn run_show(s: ShowArgs) -> Result<(), BoxError> {
@@ -664,7 +509,7 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
     let mut out = Vec::new();
     if s.sec_info_only {
         if formats::sampleprof::detect(&data) == Some(formats::sampleprof::Format::ExtBinary) {
-            section_info(&mut out, &data).map_err(|e| format!("{file}: {e}"))?;
+            show::section_info(&mut out, &data).map_err(|e| format!("{file}: {e}"))?;
         } else {
             eprintln!("warning: -show-sec-info-only is only supported for sample profile in extbinary format and is ignored for other formats.");
         }
@@ -677,7 +522,7 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
         .filter(|f| !f.is_empty() && !s.all_functions)
     {
         None => show::dump(&mut out, &profile)?,
-        Some(name) => match samples_for(&profile, name) {
+        Some(name) => match show::samples_for(&profile, name) {
             Some((ctx, fs)) => show::dump_function(&mut out, ctx, fs)?,
             None => {
                 write!(out, "Function: : ")?;
@@ -704,40 +549,42 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
 // ---------------------------------------------------------------------------------------------
 // overlap
 
-/// `llvm-profdata overlap --sample BASE TEST`.
+const OVERLAP_OPTIONS: &[Opt] = &[
+    Opt::value(&["function"], "<string>", "Function level overlap information for matching functions."),
+    Opt::value(&["value-cutoff"], "<ulong>", "Function level overlap information for every function (with calling context for csspgo) in test profile with max count value greater than the parameter value"),
+    Opt::value(&["similarity-cutoff"], "<ulong>", "For sample profiles, list function names (with calling context for csspgo) for overlapped functions with similarities below the cutoff (percentage times 10000)."),
+    Opt::boolean(&["cs"], "For context sensitive PGO counts. Does not work with CSSPGO.").ignored(INSTR_ONLY),
+    Opt::value(&["fs-discriminator-pass"], "<value>", "Zero out the discriminator bits for the FS discrimiator pass beyond this value").refused(),
+];
+
+const OVERLAP: Tool = Tool {
+    name: "llvm-profdata overlap",
+    overview: "LLVM profile data (profmill drop-in)\n\nSUBCOMMAND 'overlap': Computes and displays the overlap between two profiles (--sample: sample profiles).",
+    usage: "--sample <base profile file> <test profile file>",
+    options: &[COMMON, OVERLAP_OPTIONS],
+    comma_positionals: false,
+};
+
+/// `llvm-profdata overlap --sample BASE TEST`, also `profmill overlap`.
 pub fn run_overlap(args: &[String]) -> Result<(), BoxError> {
     use engine::sampleprof::overlap::{
         insertion_order, load_order, overlap, OverlapInput, OverlapOptions,
     };
+    let Some(args) = OVERLAP.parse_and_print(&os_args(args))? else {
+        return Ok(());
+    };
     let mut opts = OverlapOptions::default();
-    let mut files = Vec::new();
+    let files = args.positional_strings();
     let mut output: Option<String> = None;
-    let mut w = Walker::new(args);
-    while let Some(item) = w.next_item() {
-        let (arg, name, inline) = match item {
-            Item::Positional(p) => {
-                files.push(p.to_string());
-                continue;
-            }
-            Item::Option { arg, name, inline } => (arg, name, inline),
-        };
+    for opt in &args.options {
+        let (name, v) = (opt.name, opt.text());
         match name {
             "sample" | "instr" => {}
-            "o" | "output" => output = Some(w.value(name, inline)?),
-            "function" => opts.function = w.value(name, inline)?,
-            "value-cutoff" => opts.value_cutoff = parse_number(name, &w.value(name, inline)?)?,
-            "similarity-cutoff" => {
-                opts.similarity_cutoff = parse_number(name, &w.value(name, inline)?)?
-            }
-            "cs" => {
-                parse_bool(name, inline)?;
-                ignored(name, "applies to instrumentation profiles");
-            }
-            "fs-discriminator-pass" => {
-                w.value(name, inline)?;
-                return Err(not_implemented("overlap", name));
-            }
-            _ => return Err(unknown(arg)),
+            "output" => output = Some(v.to_string()),
+            "function" => opts.function = v.to_string(),
+            "value-cutoff" => opts.value_cutoff = parse_number(name, v)?,
+            "similarity-cutoff" => opts.similarity_cutoff = parse_number(name, v)?,
+            other => unreachable!("llvm-profdata overlap --sample option {other} not applied"),
         }
     }
     let [base, test] = files.as_slice() else {

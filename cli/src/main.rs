@@ -2,6 +2,7 @@
 
 mod aggregate;
 mod demo;
+mod llvm_cl;
 mod llvm_profdata;
 mod llvm_profdata_sample;
 mod merge_fdata;
@@ -63,28 +64,47 @@ enum Command {
     MergeFdata(merge_fdata::RawArgs),
 }
 
-/// The drop-in tool this binary runs as when invoked through a link of that name.
-fn personality() -> Option<&'static str> {
-    let argv0 = std::env::args_os().next()?;
-    match std::path::Path::new(&argv0).file_name()?.to_str()? {
-        "perf2bolt" => Some("perf2bolt"),
-        "merge-fdata" => Some("merge-fdata"),
-        _ => None,
-    }
+/// The drop-in tools this binary becomes when invoked through a link of their name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Personality {
+    Perf2bolt,
+    MergeFdata,
+    LlvmProfdata,
+}
+
+/// The personality of a program name: its file name is `perf2bolt`, `merge-fdata` or
+/// `llvm-profdata`, bare or versioned as distributions install them (`perf2bolt-22`,
+/// `llvm-profdata-19`, `merge-fdata-19.1`), optionally with `.exe`.
+fn personality(argv0: &std::ffi::OsStr) -> Option<Personality> {
+    let name = std::path::Path::new(argv0).file_name()?.to_str()?;
+    let name = name.strip_suffix(".exe").unwrap_or(name);
+    [
+        ("perf2bolt", Personality::Perf2bolt),
+        ("merge-fdata", Personality::MergeFdata),
+        ("llvm-profdata", Personality::LlvmProfdata),
+    ]
+    .into_iter()
+    .find_map(|(tool, personality)| {
+        let rest = name.strip_prefix(tool)?;
+        let versioned = rest.strip_prefix('-').is_some_and(|v| {
+            v.starts_with(|c: char| c.is_ascii_digit())
+                && v.chars().all(|c| c.is_ascii_digit() || c == '.')
+        });
+        (rest.is_empty() || versioned).then_some(personality)
+    })
 }
 
 fn main() -> ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    // Installed as (or linked to) `llvm-profdata`, profmill behaves as that tool.
-    if let Some(result) = llvm_profdata::run_as_argv0() {
-        return finish(result);
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next().unwrap_or_default();
+    let args: Vec<std::ffi::OsString> = argv.collect();
+    match personality(&argv0) {
+        Some(Personality::Perf2bolt) => return finish(perf2bolt::run(&args)),
+        Some(Personality::MergeFdata) => return merge_fdata::main(args, "merge-fdata"),
+        Some(Personality::LlvmProfdata) => return finish(llvm_profdata::run_args(args)),
+        None => {}
     }
-    let cli = match personality() {
-        Some("perf2bolt") => return finish(perf2bolt::run(&args)),
-        Some("merge-fdata") => return merge_fdata::main(args, "merge-fdata"),
-        _ => Cli::parse(),
-    };
-    let result = match cli.command {
+    let result = match Cli::parse().command {
         Command::Aggregate(args) => aggregate::run(args),
         Command::Script(args) => script::run(args),
         Command::Demo(args) => demo::run(args),
@@ -112,4 +132,40 @@ fn finish(result: Result<(), Box<dyn std::error::Error>>) -> ExitCode {
 /// Worker threads: `--threads`, else every core.
 fn default_threads(requested: Option<usize>) -> usize {
     requested.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn personality_by_file_name() {
+        for (argv0, expected) in [
+            ("perf2bolt", Some(Personality::Perf2bolt)),
+            ("/usr/bin/perf2bolt-22", Some(Personality::Perf2bolt)),
+            ("merge-fdata", Some(Personality::MergeFdata)),
+            ("./bin/merge-fdata-19", Some(Personality::MergeFdata)),
+            ("merge-fdata-19.1.7", Some(Personality::MergeFdata)),
+            ("llvm-profdata", Some(Personality::LlvmProfdata)),
+            (
+                "/opt/llvm/bin/llvm-profdata-19",
+                Some(Personality::LlvmProfdata),
+            ),
+            ("llvm-profdata.exe", Some(Personality::LlvmProfdata)),
+            ("perf2bolt-22.exe", Some(Personality::Perf2bolt)),
+            ("profmill", None),
+            ("/usr/lib/llvm-22/bin/profmill", None),
+            ("perf2bolt-", None),
+            ("perf2bolt-x", None),
+            ("perf2bolt2", None),
+            ("llvm-profdata-wrapper", None),
+            ("/tmp/perf2bolt/profmill", None),
+        ] {
+            assert_eq!(
+                personality(std::ffi::OsStr::new(argv0)),
+                expected,
+                "{argv0}"
+            );
+        }
+    }
 }

@@ -3,9 +3,10 @@
 //! The options are parsed the way LLVM's `cl` library parses merge-fdata's (checked against
 //! `merge-fdata --help-hidden` of LLVM 22): one or two dashes, values after `=` or in the
 //! next argument (`-o x`, `-o=x`, `--o=x`; `-ox` is an error there too), positionals split
-//! at commas (`cl::CommaSeparated`), `--` ends the options. `-q` and `--print=…` only act on
-//! YAML profiles in merge-fdata, so for fdata they are accepted with a warning and the
-//! merged profile is still printed, as merge-fdata does. An unknown option is an error.
+//! at commas (`cl::CommaSeparated`), `--` ends the options (read by [`crate::llvm_cl`]).
+//! `-q` and `--print=…` only act on YAML profiles in merge-fdata, so for fdata they are
+//! accepted with a warning and the merged profile is still printed, as merge-fdata does.
+//! An unknown option is an error.
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -13,6 +14,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use engine::bolt::fdata_merge::{expand_inputs, merge, Merged, Sources};
+
+use crate::llvm_cl::{self, Opt, Tool};
 
 /// The raw arguments after `profmill merge-fdata`; parsed by [`parse`], not by clap.
 #[derive(clap::Args)]
@@ -27,7 +30,7 @@ pub fn run_subcommand(args: RawArgs) -> ExitCode {
     main(args.args, "profmill merge-fdata")
 }
 
-/// Runs merge-fdata on `args` (without the program name); `tool` prefixes messages.
+/// Runs merge-fdata on `args` (without the program name); `tool` names it in `--help`.
 pub fn main(args: Vec<OsString>, tool: &str) -> ExitCode {
     let options = match parse(args) {
         Ok(Parsed::Run(options)) => options,
@@ -36,21 +39,21 @@ pub fn main(args: Vec<OsString>, tool: &str) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Ok(Parsed::Version) => {
-            println!("profmill {} (merge-fdata)", env!("CARGO_PKG_VERSION"));
+            print!("{}", llvm_cl::version("merge-fdata"));
             return ExitCode::SUCCESS;
         }
         Err(message) => {
-            eprintln!("{tool}: {message}.  Try: '{tool} --help'");
+            eprintln!("{message}");
             return ExitCode::FAILURE;
         }
     };
     for warning in &options.warnings {
-        eprintln!("{tool}: warning: {warning}");
+        eprintln!("merge-fdata: warning: {warning}");
     }
     match merge_and_write(&options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{tool}: error: {e}");
+            eprintln!("merge-fdata: error: {e}");
             ExitCode::FAILURE
         }
     }
@@ -72,110 +75,67 @@ pub enum Parsed {
     Version,
 }
 
+/// merge-fdata's options (LLVM 22's `merge-fdata --help-hidden`).
+const OPTIONS: &[Opt] = &[
+    Opt::value(
+        &["o"],
+        "<string>",
+        "output file (default or '-': standard output)",
+    ),
+    Opt::boolean(&["q"], "do not print merge summary (YAML profiles)").ignored(
+        "only applies to YAML profiles (as in merge-fdata); the merged fdata is still printed",
+    ),
+    Opt::value(
+        &["print"],
+        "<value>",
+        "print function statistics (YAML profiles)",
+    )
+    .choices(&[
+        ("none", "do not print"),
+        ("exec", "print functions sorted by execution count"),
+        ("branches", "print functions sorted by total branch count"),
+    ])
+    .default("none")
+    .ignored("only applies to YAML profiles (as in merge-fdata)"),
+];
+
+const TOOL: Tool = Tool {
+    name: "merge-fdata",
+    overview: "merge multiple fdata into a single file (profmill, LLVM merge-fdata compatible). \
+Inputs may be files or directories (searched recursively); lists may be comma separated. \
+Counts and mispredictions are summed per location pair; the output is sorted.",
+    usage: "<fdata1> [<fdata2>]...",
+    options: &[OPTIONS],
+    comma_positionals: true,
+};
+
 pub fn parse(args: Vec<OsString>) -> Result<Parsed, String> {
-    let mut options = Options::default();
-    let mut args = args.into_iter();
-    let mut only_positionals = false;
-    while let Some(arg) = args.next() {
-        let option = arg
-            .to_str()
-            .filter(|a| !only_positionals && a.starts_with('-') && a.len() > 1);
-        let Some(option) = option else {
-            add_positional(&mut options, arg);
-            continue;
-        };
-        if option == "--" {
-            only_positionals = true;
-            continue;
-        }
-        let body = option.strip_prefix("--").unwrap_or(&option[1..]);
-        let (name, inline) = match body.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_owned())),
-            None => (body, None),
-        };
-        let mut value = |what: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next().map(|v| v.to_string_lossy().into_owned()))
-                .ok_or_else(|| format!("for the -{name} option: requires a value ({what})"))
-        };
-        match name {
-            "o" => options.output = Some(PathBuf::from(value("a file")?)),
-            "q" => {
-                if parse_bool(inline.as_deref()).ok_or_else(|| {
-                    format!(
-                        "for the -q option: '{}' is invalid value for boolean argument! Try 0 or 1",
-                        inline.clone().unwrap_or_default()
-                    )
-                })? {
-                    options.warnings.push(
-                        "-q only applies to YAML profiles (as in merge-fdata); the merged fdata is still printed".into(),
-                    );
-                }
-            }
-            "print" => {
-                let v = value("none, exec or branches")?;
-                match v.as_str() {
-                    "none" => {}
-                    "exec" | "branches" => options.warnings.push(format!(
-                        "--print={v} only applies to YAML profiles (as in merge-fdata); ignored"
-                    )),
-                    _ => {
-                        return Err(format!(
-                            "for the --print option: Cannot find option named '{v}'!"
-                        ))
-                    }
-                }
-            }
-            "print-options" | "print-all-options" => options
-                .warnings
-                .push(format!("--{name} is not implemented; ignored")),
-            "h" | "help" | "help-hidden" | "help-list" | "help-list-hidden" => {
-                return Ok(Parsed::Help)
-            }
-            "version" => return Ok(Parsed::Version),
-            _ => return Err(format!("Unknown command line argument '{option}'")),
+    let args = match TOOL.parse(&args)? {
+        llvm_cl::Parsed::Run(args) => args,
+        llvm_cl::Parsed::Help => return Ok(Parsed::Help),
+        llvm_cl::Parsed::Version => return Ok(Parsed::Version),
+    };
+    let mut options = Options {
+        warnings: args.warnings,
+        ..Options::default()
+    };
+    for opt in &args.options {
+        match opt.name {
+            "o" => options.output = Some(PathBuf::from(opt.text())),
+            other => unreachable!("merge-fdata option {other} not applied"),
         }
     }
+    options.inputs = args.positionals.into_iter().map(PathBuf::from).collect();
     if options.inputs.is_empty() {
-        return Err("Not enough positional command line arguments specified! Must specify at least 1 positional argument".into());
+        return Err("merge-fdata: Not enough positional command line arguments specified! Must specify at least 1 positional argument".into());
     }
     Ok(Parsed::Run(options))
 }
 
-/// A positional: split at commas like `cl::CommaSeparated` (only when it is valid UTF-8).
-fn add_positional(options: &mut Options, arg: OsString) {
-    match arg.to_str() {
-        Some(text) => options.inputs.extend(text.split(',').map(PathBuf::from)),
-        None => options.inputs.push(PathBuf::from(arg)),
-    }
-}
-
-/// LLVM's boolean option values; a bare flag is true.
-fn parse_bool(value: Option<&str>) -> Option<bool> {
-    match value {
-        None | Some("true" | "TRUE" | "True" | "1") => Some(true),
-        Some("false" | "FALSE" | "False" | "0") => Some(false),
-        Some(_) => None,
-    }
-}
-
+/// The help text, with `tool` as the program name.
 fn help(tool: &str) -> String {
-    format!(
-        "OVERVIEW: merge multiple fdata into a single file (profmill, LLVM merge-fdata compatible)
-USAGE: {tool} [options] <fdata1> [<fdata2>]...
-
-Inputs may be files or directories (searched recursively); lists may be comma separated.
-Counts and mispredictions are summed per location pair; the output is sorted.
-
-OPTIONS:
-  -o <file>         - Write output to <file> (default or '-': standard output)
-  -q                - accepted for compatibility (YAML only in merge-fdata); ignored
-  --print=<value>   - accepted for compatibility (YAML only in merge-fdata); ignored
-  --help            - Display available options
-  --version         - Display the version of this program
-"
-    )
+    TOOL.help()
+        .replacen("USAGE: merge-fdata ", &format!("USAGE: {tool} "), 1)
 }
 
 fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> {

@@ -10,6 +10,8 @@ use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
 
+use crate::llvm_cl::{Opt, Tool};
+
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Options {
     pub binary: PathBuf,
@@ -21,42 +23,118 @@ pub struct Options {
     pub pid: Option<u32>,
 }
 
-/// Options that take a value, by every name LLVM accepts for them.
-const VALUED: &[&str] = &["p", "perfdata", "o", "pid", "profile-format", "w"];
-/// Options that change nothing we compute: accepted with a warning.
-const IGNORED: &[&str] = &["v", "time-aggr", "time-rewrite", "j", "thread-count", "nl"];
+/// perf2bolt's options (LLVM 22's `perf2bolt --help-hidden`, and `-nl` of LLVM 19).
+const OPTIONS: &[Opt] = &[
+    Opt::boolean(
+        &["ba", "basic-events"],
+        "aggregate basic events (without brstack info)",
+    ),
+    Opt::value(&["perfdata", "p"], "<string>", "<data file>"),
+    Opt::value(&["o"], "<string>", "<output file>"),
+    Opt::boolean(
+        &["pa"],
+        "skip perf and read data from a pre-aggregated file format",
+    ),
+    Opt::boolean(
+        &["ignore-build-id"],
+        "continue even if build-ids in input binary and perf.data mismatch",
+    ),
+    Opt::value(
+        &["pid"],
+        "<ulong>",
+        "only use samples from process with specified PID",
+    ),
+    Opt::boolean(&["nl"], "deprecated spelling of --ba (LLVM 19)"),
+    Opt::boolean(
+        &["ignore-interrupt-lbr"],
+        "ignore kernel interrupt LBR that happens asynchronously",
+    )
+    .default("true")
+    .refused(),
+    Opt::value(
+        &["profile-format"],
+        "<value>",
+        "format to dump profile output in",
+    )
+    .choices(&[
+        ("fdata", "offset-based plaintext format"),
+        ("yaml", "dense YAML representation"),
+    ])
+    .default("fdata")
+    .refused(),
+    Opt::value(&["w"], "<string>", "save recorded profile to a file").refused(),
+    Opt::value(
+        &["itrace"],
+        "<string>",
+        "Generate brstack info with perf itrace argument",
+    )
+    .refused(),
+    Opt::boolean(&["spe"], "Enable Arm SPE mode.").refused(),
+    Opt::value(&["heatmap"], "<string>", "print a heatmap to the file").refused(),
+    Opt::value(
+        &["max-samples"],
+        "<ulong>",
+        "maximum number of samples to read from LBR profile",
+    )
+    .refused(),
+    Opt::value(
+        &["v"],
+        "<uint>",
+        "set verbosity level for diagnostic output",
+    )
+    .default("0")
+    .ignored("has no effect here"),
+    Opt::boolean(&["time-aggr"], "time BOLT aggregator").ignored("has no effect here"),
+    Opt::boolean(&["time-rewrite"], "print time spent in rewriting passes")
+        .ignored("has no effect here"),
+    Opt::value(&["thread-count"], "<uint>", "number of threads")
+        .ignored("has no effect here (profmill uses every core)"),
+    Opt::boolean(&["show-density"], "show profile density details").ignored("has no effect here"),
+    Opt::boolean(
+        &["aggregate-only"],
+        "exit after writing aggregated data file",
+    )
+    .ignored("has no effect here (perf2bolt always stops there)"),
+];
 
-pub fn parse(args: &[OsString]) -> Result<Options, String> {
+const TOOL: Tool = Tool {
+    name: "perf2bolt",
+    overview: "perf2bolt - BOLT data aggregator (profmill drop-in)",
+    usage: "<executable>",
+    options: &[OPTIONS],
+    comma_positionals: false,
+};
+
+/// The options of a command line, or `None` when it asked for `--help` or `--version`
+/// (printed here).
+pub fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
+    let Some(args) = TOOL.parse_and_print(args)? else {
+        return Ok(None);
+    };
     let mut o = Options::default();
-    let mut positional: Vec<PathBuf> = Vec::new();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let text = arg.to_string_lossy();
-        let Some(flag) = text.strip_prefix("--").or_else(|| text.strip_prefix('-')) else {
-            positional.push(PathBuf::from(arg));
-            continue;
-        };
-        let (name, inline) = match flag.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_owned())),
-            None => (flag, None),
-        };
-        let value = if VALUED.contains(&name) {
-            match inline {
-                Some(v) => Some(v),
-                None => Some(
-                    it.next()
-                        .ok_or_else(|| format!("option -{name} needs a value"))?
-                        .to_string_lossy()
-                        .into_owned(),
-                ),
+    for opt in &args.options {
+        match opt.name {
+            "perfdata" => o.input = opt.text().into(),
+            "o" => o.output = opt.text().into(),
+            "pa" => o.pre_aggregated = opt.on(),
+            "ba" => o.basic = opt.on(),
+            "ignore-build-id" => o.ignore_build_id = opt.on(),
+            "pid" => {
+                let v = opt.text();
+                o.pid = Some(
+                    v.parse()
+                        .map_err(|_| format!("-pid: not a process id: {v}"))?,
+                );
             }
-        } else {
-            inline
-        };
-        apply(&mut o, name, value)?;
+            "nl" => {
+                eprintln!("perf2bolt: warning: '-nl' is deprecated, please use '--ba' instead");
+                o.basic = opt.on();
+            }
+            other => unreachable!("perf2bolt option {other} not applied"),
+        }
     }
-    match positional.as_slice() {
-        [binary] => o.binary = binary.clone(),
+    match args.positionals.as_slice() {
+        [binary] => o.binary = binary.into(),
         [] => return Err("no input binary given".into()),
         more => return Err(format!("expected one input binary, got {more:?}")),
     }
@@ -66,44 +144,13 @@ pub fn parse(args: &[OsString]) -> Result<Options, String> {
     if o.output.as_os_str().is_empty() {
         return Err("no output file given (-o FILE)".into());
     }
-    Ok(o)
-}
-
-fn apply(o: &mut Options, name: &str, value: Option<String>) -> Result<(), String> {
-    let boolean = |v: &Option<String>| !matches!(v.as_deref(), Some("0" | "false"));
-    match name {
-        "p" | "perfdata" => o.input = value.unwrap_or_default().into(),
-        "o" => o.output = value.unwrap_or_default().into(),
-        "pa" => o.pre_aggregated = boolean(&value),
-        "ba" | "basic-events" => o.basic = boolean(&value),
-        "ignore-build-id" => o.ignore_build_id = boolean(&value),
-        "pid" => {
-            let v = value.unwrap_or_default();
-            o.pid = Some(
-                v.parse()
-                    .map_err(|_| format!("-pid: not a process id: {v}"))?,
-            );
-        }
-        "profile-format" if value.as_deref() == Some("fdata") => {}
-        "profile-format" | "w" => return Err("YAML profiles are not implemented yet".into()),
-        "itrace" | "spe" | "heatmap" => {
-            return Err(format!("-{name} is not implemented"));
-        }
-        "nl" => {
-            eprintln!("profmill: warning: '-nl' is deprecated, please use '--ba' instead");
-            o.basic = boolean(&value);
-        }
-        "ignore-interrupt-lbr" if boolean(&value) => {}
-        _ if IGNORED.contains(&name) => {
-            eprintln!("profmill: warning: ignoring option -{name} (no effect here)");
-        }
-        _ => eprintln!("profmill: warning: ignoring unknown option -{name}"),
-    }
-    Ok(())
+    Ok(Some(o))
 }
 
 pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
-    let o = parse(args)?;
+    let Some(o) = parse(args)? else {
+        return Ok(());
+    };
     // The binary's functions are found while the profile is read: neither needs the other.
     let (binary, profile) = std::thread::scope(|scope| {
         let binary = scope.spawn(|| engine::bolt::loaded::LoadedBinary::load(&o.binary));
@@ -145,7 +192,7 @@ fn read_capture(
         trace_order: engine::perf::aggregate::TraceOrder::ByStart,
     };
     let input = if o.input == Path::new("-") {
-        Input::Stdin
+        Input::stream("<stdin>", std::io::stdin())
     } else {
         Input::File(o.input.clone())
     };
@@ -210,7 +257,11 @@ mod tests {
                 "42",
             ],
         ] {
-            assert_eq!(parse(&args(spelling)).unwrap(), expected, "{spelling:?}");
+            assert_eq!(
+                parse(&args(spelling)).unwrap().as_ref(),
+                Some(&expected),
+                "{spelling:?}"
+            );
         }
     }
 
@@ -220,7 +271,45 @@ mod tests {
         assert!(parse(&args(&["-p", "d", "-o", "x"])).is_err());
         assert!(parse(&args(&["bin", "-p", "d", "-o", "x", "-w", "y.yaml"])).is_err());
         assert!(parse(&args(&["bin", "-p", "d", "-o"])).is_err());
-        let o = parse(&args(&["bin", "-p", "d", "-o", "x", "--time-aggr", "-nl"])).unwrap();
+        let o = parse(&args(&["bin", "-p", "d", "-o", "x", "--time-aggr", "-nl"]))
+            .unwrap()
+            .unwrap();
         assert!(o.basic);
+    }
+
+    #[test]
+    fn bools_and_unknown_options_as_llvm_reads_them() {
+        let base = ["bin", "-p", "d", "-o", "x"];
+        let with = |extra: &[&str]| {
+            let mut a: Vec<&str> = base.to_vec();
+            a.extend_from_slice(extra);
+            parse(&args(&a))
+        };
+        for (arg, pa) in [
+            ("--pa=FALSE", false),
+            ("--pa=False", false),
+            ("-pa=0", false),
+            ("--pa=True", true),
+        ] {
+            assert_eq!(with(&[arg]).unwrap().unwrap().pre_aggregated, pa, "{arg}");
+        }
+        let e = with(&["--pa=no"]).unwrap_err();
+        assert!(
+            e.contains("'no' is invalid value for boolean argument! Try 0 or 1"),
+            "{e}"
+        );
+        let e = with(&["--bogus"]).unwrap_err();
+        assert_eq!(
+            e,
+            "perf2bolt: Unknown command line argument '--bogus'.  Did you mean '--ba'?"
+        );
+        // `-v` takes a value: `-v 1` leaves one positional.
+        assert_eq!(
+            with(&["-v", "1"]).unwrap().unwrap().binary,
+            PathBuf::from("bin")
+        );
+        assert!(with(&["--ignore-interrupt-lbr=false"]).is_err());
+        assert!(with(&["--ignore-interrupt-lbr", "--profile-format=fdata"]).is_ok());
+        assert!(with(&["--profile-format=yaml"]).is_err());
     }
 }

@@ -37,7 +37,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         brstack: names.contains(&"brstack"),
     };
     let input = if args.capture.as_os_str() == "-" {
-        Input::Stdin
+        Input::stream("<stdin>", std::io::stdin())
     } else {
         Input::File(args.capture)
     };

@@ -2,28 +2,26 @@
 //! read back by an independent minimal reader here, by perf 6.1
 //! (`perf script`), and by `perf2bolt` when installed.
 //!
-//! perf is required: without it these tests fail, unless
+//! perf and perf2bolt are required: without them these tests fail, unless
 //! PROFMILL_SKIP_EXTERNAL=1 is set, in which case the external checks are
-//! skipped with a note.
+//! skipped with a note (the policy of `testsupport::have_tool`).
 
 use std::io::Cursor;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use corpus::{
     perf_script_brstack, prepare_capture, write_lbr_capture, BranchEntry, LbrBinary,
     LbrCaptureSpec, PreparedCapture, KERNEL_TEXT_START,
 };
+use testsupport::{have_tool, PERF, PERF2BOLT_19, PERF2BOLT_22};
 
-const PERF_CORPUS: &str = "../../shared/corpus/perf";
 const PIE: &str = "autofdo-propeller_sample_1.bin";
 const NON_PIE: &str = "autofdo-test.binary";
 const DSO: &str = "autofdo-libro_sample.so";
 
 fn corpus_file(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(PERF_CORPUS)
-        .join(name)
+    testsupport::shared_perf(name)
 }
 
 fn spec(binaries: &[&str], compress: bool) -> LbrCaptureSpec {
@@ -51,28 +49,6 @@ fn generate(spec: &LbrCaptureSpec) -> (Vec<u8>, corpus::CaptureStats) {
     let mut out = Cursor::new(Vec::new());
     let stats = write_lbr_capture(spec, &mut out).expect("generate capture");
     (out.into_inner(), stats)
-}
-
-/// Finds an external tool, or decides the test must be skipped (returns
-/// None) or fail.
-fn external_tool(path: &str, what: &str) -> Option<PathBuf> {
-    let found = if path.contains('/') {
-        Path::new(path).exists().then(|| PathBuf::from(path))
-    } else {
-        Command::new(path)
-            .arg("--version")
-            .output()
-            .ok()
-            .map(|_| PathBuf::from(path))
-    };
-    if found.is_some() {
-        return found;
-    }
-    if std::env::var("PROFMILL_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!("note: {what} is not installed (looked for {path}); skipped because PROFMILL_SKIP_EXTERNAL=1");
-        return None;
-    }
-    panic!("{what} is not installed (looked for {path}); install it, or set PROFMILL_SKIP_EXTERNAL=1 to skip this check");
 }
 
 // ---------------------------------------------------------------------------
@@ -373,9 +349,9 @@ fn build_id_helper_reads_gnu_notes() {
 /// matching the pool stack the schedule chose, in perf's brstack text format.
 #[test]
 fn perf_script_reads_the_captures() {
-    let Some(perf) = external_tool("perf", "perf (Debian package linux-perf)") else {
+    if !have_tool(PERF) {
         return;
-    };
+    }
     let dir = tempfile::tempdir().unwrap();
     for (bins, compress) in [
         (&[PIE][..], false),
@@ -393,7 +369,7 @@ fn perf_script_reads_the_captures() {
         let stats = prepared.write(&mut file).unwrap();
         drop(file);
 
-        let out = Command::new(&perf)
+        let out = Command::new(PERF)
             .args(["script", "-F", "pid,ip,brstack", "-i"])
             .arg(&path)
             .output()
@@ -421,7 +397,7 @@ fn perf_script_reads_the_captures() {
             assert_eq!(*line, expected, "{bins:?} compress={compress}");
         }
 
-        let mmaps = Command::new(&perf)
+        let mmaps = Command::new(PERF)
             .args(["script", "--show-mmap-events", "-i"])
             .arg(&path)
             .output()
@@ -445,14 +421,10 @@ fn perf_script_reads_the_captures() {
 /// into a non-empty fdata with no trace contradicting the disassembly.
 #[test]
 fn perf2bolt_aggregates_the_captures() {
-    const LLVM22: &str = "/usr/lib/llvm-22/bin/perf2bolt";
-    const LLVM19: &str = "/usr/lib/llvm-19/bin/perf2bolt";
-    let Some(bolt22) = external_tool(LLVM22, "perf2bolt from LLVM 22 (bolt-22)") else {
-        return;
-    };
-    if external_tool("perf", "perf (Debian package linux-perf)").is_none() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(PERF) {
         return;
     }
+    let bolt22 = PathBuf::from(PERF2BOLT_22);
     let mut runs = vec![
         (bolt22.clone(), PIE, false),
         (bolt22.clone(), PIE, true),
@@ -461,8 +433,8 @@ fn perf2bolt_aggregates_the_captures() {
     // LLVM 19 derives a wrong base address for this PIE (its first PT_LOAD is
     // not executable) and finds nothing in range, just as with the real
     // capture of the same binary; it handles the non-PIE binary.
-    if Path::new(LLVM19).exists() {
-        runs.push((PathBuf::from(LLVM19), NON_PIE, false));
+    if have_tool(PERF2BOLT_19) {
+        runs.push((PathBuf::from(PERF2BOLT_19), NON_PIE, false));
     }
     let dir = tempfile::tempdir().unwrap();
     for (i, (bolt, bin, compress)) in runs.into_iter().enumerate() {

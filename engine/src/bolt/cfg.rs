@@ -31,9 +31,11 @@ pub enum Body {
     Pseudo,
     /// Not simple (could not be disassembled or analysed): traces through it are invalid.
     NoCfg(String),
+    /// A simple function: its control-flow graph.
     Cfg(Cfg),
 }
 
+/// A function's control-flow graph as BOLT builds it, offsets relative to the function's start.
 #[derive(Debug, Default)]
 pub struct Cfg {
     /// Blocks in layout (= address) order.
@@ -45,19 +47,24 @@ pub struct Cfg {
     offsets: Vec<u64>,
 }
 
+/// A basic block: a run of instructions entered only at its start.
 #[derive(Debug, Default, Clone)]
 pub struct Block {
+    /// Offset of the first instruction from the function's start.
     pub offset: u64,
     /// Offset of the last instruction, if any.
     pub last: Option<u64>,
+    /// Whether the last instruction is a call (its successor is the call's continuation).
     pub ends_in_call: bool,
     /// Indices of successor blocks.
     pub successors: Vec<usize>,
+    /// Whether the block is an exception landing pad (reached from the unwinder).
     pub is_landing_pad: bool,
 }
 
 impl Cfg {
-    pub fn new(blocks: Vec<Block>, size: u64) -> Cfg {
+    /// A CFG of `blocks` (in address order) for a function of `size` bytes.
+    pub(crate) fn new(blocks: Vec<Block>, size: u64) -> Cfg {
         let offsets = blocks.iter().map(|b| b.offset).collect();
         Cfg {
             blocks,
@@ -67,7 +74,7 @@ impl Cfg {
     }
 
     /// BOLT's `getBasicBlockContainingOffset`.
-    pub fn block_containing(&self, offset: u64) -> Option<usize> {
+    pub(crate) fn block_containing(&self, offset: u64) -> Option<usize> {
         if offset >= self.size {
             return None;
         }
@@ -120,7 +127,7 @@ pub fn analyse(functions: &Functions, f: &Function) -> Body {
 /// A function decoded, with its indirect jumps classified: the first of two phases, so that
 /// jump tables can be bounded by the tables of every function analysed (BOLT bounds each table
 /// by the next one it knows of in the whole binary).
-pub struct Disassembled {
+pub(crate) struct Disassembled {
     decoded: Vec<Decoded>,
     dispatches: Vec<(usize, Indirect)>,
 }
@@ -196,7 +203,7 @@ impl Decoded {
 
 impl Disassembled {
     /// The jump tables this function dispatches through, in instruction order.
-    pub fn table_patterns(&self) -> impl Iterator<Item = indirect::Pattern> + '_ {
+    pub(crate) fn table_patterns(&self) -> impl Iterator<Item = indirect::Pattern> + '_ {
         self.dispatches.iter().filter_map(|(_, d)| match d {
             Indirect::Table(p) => Some(*p),
             _ => None,
@@ -204,7 +211,7 @@ impl Disassembled {
     }
 
     /// Start addresses of the jump tables this function dispatches through.
-    pub fn table_addresses(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn table_addresses(&self) -> impl Iterator<Item = u64> + '_ {
         self.dispatches.iter().filter_map(|(_, d)| match d {
             Indirect::Table(p) => Some(p.address),
             _ => None,
@@ -213,7 +220,7 @@ impl Disassembled {
 }
 
 /// Phase one; `Err` is the final body of functions BOLT gives no CFG.
-pub fn disassemble(functions: &Functions, f: &Function) -> Result<Disassembled, Body> {
+pub(crate) fn disassemble(functions: &Functions, f: &Function) -> Result<Disassembled, Body> {
     if f.is_plt {
         return Err(Body::Pseudo);
     }
@@ -247,7 +254,7 @@ pub fn disassemble(functions: &Functions, f: &Function) -> Result<Disassembled, 
 
 /// Phase two: blocks and edges, each jump table bounded by the next of `known_tables` (and of
 /// the function's own tables).
-pub fn finish(
+pub(crate) fn finish(
     functions: &Functions,
     f: &Function,
     d: Disassembled,

@@ -46,22 +46,44 @@ use crate::io::InputBytes;
 #[non_exhaustive]
 pub enum MergeError {
     /// A path could not be opened, read or listed.
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
     /// A line of `path` is malformed.
-    Parse { path: PathBuf, source: FdataError },
+    Parse {
+        /// The profile.
+        path: PathBuf,
+        /// What is wrong, and on which line.
+        source: FdataError,
+    },
     /// `path` disagrees with `first` on a header (`boltedcollection` or `no_lbr`).
     Mix {
+        /// The input that disagrees.
         path: PathBuf,
+        /// The first input with content, whose headers the others must match.
         first: PathBuf,
+        /// The header's name.
         header: &'static str,
+        /// Whether `first` has the header (and `path` lacks it), or the other way round.
         first_has_it: bool,
     },
     /// A YAML profile (starts with `---`); only fdata is merged.
-    Yaml { path: PathBuf, mixed: bool },
+    Yaml {
+        /// The YAML profile.
+        path: PathBuf,
+        /// Whether an fdata input came before it (merge-fdata then reports a mix).
+        mixed: bool,
+    },
     /// The inputs name no file.
     NoInputs,
     /// A summed count does not fit a signed 64-bit integer (llvm-bolt reads `int64_t`).
-    Overflow { key: String },
+    Overflow {
+        /// The line's key (everything but the counts), as written.
+        key: String,
+    },
 }
 
 impl fmt::Display for MergeError {
@@ -192,6 +214,9 @@ impl std::ops::Deref for Bytes<'_> {
 }
 
 impl Sources {
+    /// Checks that every path can be opened (files are mapped later, one at a time, while
+    /// merging) and reads the ones that are not regular files. `paths` are files, as
+    /// [`expand_inputs`] lists them.
     pub fn open(paths: &[PathBuf]) -> Result<Self> {
         let files = paths
             .iter()
@@ -200,10 +225,12 @@ impl Sources {
         Ok(Sources { files })
     }
 
+    /// The number of inputs.
     pub fn len(&self) -> usize {
         self.files.len()
     }
 
+    /// Whether there is no input.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
@@ -232,21 +259,27 @@ fn open_contents(path: &Path) -> io::Result<Contents> {
 /// Summed counts of one key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sums {
+    /// Summed mispredictions (0 for sample and memory lines).
     pub mispreds: i64,
+    /// Summed counts (branch counts, samples or memory accesses).
     pub count: i64,
 }
 
 /// Which kind of line a key came from: it decides the count fields written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A branch line (`0`/`1`/`2` endpoints): mispredictions and count.
     Branch,
+    /// A basic-sample line (`no_lbr` profiles): a count.
     Sample,
+    /// A memory line (`3` endpoints, from perf2bolt's memory events): a count.
     Memory,
 }
 
 /// The headers all inputs agreed on.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MergedHeader {
+    /// The inputs start with `boltedcollection` (profiles of a BOLT-instrumented binary).
     pub bolted_collection: bool,
     /// `Some` for basic-sample profiles: the event names, first-seen order, each once.
     pub no_lbr: Option<Vec<Vec<u8>>>,
@@ -254,9 +287,11 @@ pub struct MergedHeader {
 
 /// A merged profile: its lines in key order, keys stored one after another.
 pub struct Merged {
+    /// The headers the inputs agreed on; written first.
     pub header: MergedHeader,
     keys: Vec<u8>,
     lines: Vec<Line>,
+    /// How many inputs were merged (merge-fdata reports it).
     pub files: usize,
 }
 
@@ -276,10 +311,12 @@ impl Merged {
             .map(|l| (&self.keys[l.start..l.start + l.len], l.kind, l.sums))
     }
 
+    /// The number of distinct lines.
     pub fn len(&self) -> usize {
         self.lines.len()
     }
 
+    /// Whether the merged profile has no line.
     pub fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }

@@ -22,8 +22,10 @@ use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind,
 
 use crate::error::{Error, Result};
 
+/// A function as BOLT discovers it from the ELF symbol table, in the binary's own addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Function {
+    /// The symbol's address (link-time).
     pub address: u64,
     /// The symbol's size (what BOLT disassembles); never 0 (a 0-size symbol gets its max size).
     pub size: u64,
@@ -67,6 +69,9 @@ struct Section {
 const PLT_ENTRY: u64 = 16;
 
 impl Functions {
+    /// The functions BOLT finds in the ELF file `data` (read from `path`, named in errors):
+    /// function symbols, PLT entries and the exception landing pads, sorted by address. Fails
+    /// with [`Error::Binary`] if `data` is not an x86-64 ELF file with a symbol table.
     pub fn from_elf(path: &Path, data: &[u8]) -> Result<Functions> {
         let bad = |message: String| Error::Binary {
             path: path.to_path_buf(),
@@ -136,14 +141,17 @@ impl Functions {
         })
     }
 
+    /// The functions in address order.
     pub fn iter(&self) -> impl Iterator<Item = &Function> {
         self.functions.iter()
     }
 
+    /// The number of functions.
     pub fn len(&self) -> usize {
         self.functions.len()
     }
 
+    /// Whether the binary has no function.
     pub fn is_empty(&self) -> bool {
         self.functions.is_empty()
     }
@@ -158,12 +166,14 @@ impl Functions {
         (addr < self.ranges[i].1).then_some(i)
     }
 
+    /// The function at `index` (as [`Functions::index_containing`] returns); panics if out of
+    /// range.
     pub fn get(&self, index: usize) -> &Function {
         &self.functions[index]
     }
 
     /// The bytes from `addr` to the end of its section.
-    pub fn data_at(&self, addr: u64) -> Option<&[u8]> {
+    pub(crate) fn data_at(&self, addr: u64) -> Option<&[u8]> {
         self.section_at(addr).and_then(|s| {
             let off = usize::try_from(addr - s.address).ok()?;
             s.bytes.get(off..)
@@ -172,7 +182,7 @@ impl Functions {
 
     /// Whether `addr` lies in a non-executable section with file contents (where BOLT looks
     /// for jump tables).
-    pub fn is_data(&self, addr: u64) -> bool {
+    pub(crate) fn is_data(&self, addr: u64) -> bool {
         self.section_at(addr).is_some_and(|s| !s.executable)
     }
 

@@ -15,6 +15,7 @@ use super::functions::{Function, Functions};
 /// Where a dispatch reads its target from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pattern {
+    /// The jump table's address (in the binary's own addresses).
     pub address: u64,
     /// `lea TABLE(%rip); movslq (base,idx,4); add; jmp`: 4-byte entries relative to the table.
     pub pic: bool,
@@ -23,8 +24,11 @@ pub struct Pattern {
 /// The outcome of BOLT's analysis while disassembling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Indirect {
+    /// A jump table whose entries land in the function.
     Table(Pattern),
+    /// A jump through memory that is not such a table: an indirect tail call.
     TailCall,
+    /// A jump whose target register could not be traced to a load.
     Unknown,
 }
 
@@ -157,7 +161,7 @@ fn table_kind(functions: &Functions, f: &Function, address: u64) -> Option<bool>
 /// A table's entries (offsets in `f`) while they land in the function (or exactly at its
 /// end, the `__builtin_unreachable` case), stopping before `limit` and, when instruction
 /// starts are known (ascending), at the first entry that is not one.
-pub fn entries(
+pub(crate) fn entries(
     functions: &Functions,
     f: &Function,
     t: Pattern,

@@ -9,15 +9,45 @@
 //!   block in the function's CFG, each step recorded as an edge from the block's last
 //!   instruction to the next block; a trace entered from outside the function at a call's
 //!   continuation starts at the call's block (BOLT's call-continuation rule).
+//!
+//! Entry points: [`LoadedBinary::load`] then [`write_fdata`] (symbolize a
+//! [`crate::perf::BinaryProfile`] and write it as perf2bolt does), or
+//! [`symbolize`] and [`Fdata::write`] for a writer of your own; [`merge_fdata`] (with
+//! [`expand_inputs`] and [`Sources`]) for `merge-fdata`; [`write_preagg_legacy`] for LLVM ≤ 20's
+//! pre-aggregated dialect; [`profile_from_preagg`] reads pre-aggregated text as a profile.
+//!
+//! ```
+//! use engine::bolt::{expand_inputs, merge_fdata, Sources};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("a.fdata"), "1 main 10 1 foo 0 1 5\n")?;
+//! std::fs::write(dir.path().join("b.fdata"), "1 main 10 1 foo 0 2 7\n1 main 20 1 main 30 0 4\n")?;
+//!
+//! // A directory stands for the files in it, as for merge-fdata.
+//! let files = expand_inputs(&[dir.path().to_path_buf()])?;
+//! let merged = merge_fdata(&Sources::open(&files)?)?;
+//! assert_eq!((merged.files, merged.len()), (2, 2));
+//! let mut out = Vec::new();
+//! merged.write(&mut out)?;
+//! assert_eq!(String::from_utf8(out)?, "1 main 10 1 foo 0 3 12\n1 main 20 1 main 30 0 4\n");
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cfg;
-pub mod eh;
+pub(crate) mod eh;
 pub mod fdata_merge;
 pub mod functions;
 pub mod indirect;
 pub mod loaded;
-pub mod memory;
+pub(crate) mod memory;
 pub mod preagg_legacy;
+
+pub use fdata_merge::{expand_inputs, merge as merge_fdata, MergeError, Merged, Sources};
+pub use functions::{Function, Functions};
+pub use loaded::{write_fdata, FdataReport, LoadedBinary};
+pub use preagg_legacy::write_preagg_legacy;
 
 use std::io::Write;
 
@@ -30,13 +60,17 @@ use rayon::prelude::*;
 
 use crate::perf::aggregate::BinaryProfile;
 
-/// BOLT's trace sentinels: a fall-through with no known branch (`F`), entered from outside the
-/// function (`f`), or after a return from outside (`r`). `FT_ONLY` equals `BR_ONLY`.
+/// BOLT's trace sentinels, found in the branch position of a [`BinaryProfile`]'s traces (read
+/// by [`profile_from_preagg`]): a fall-through with no known branch (`F`), entered from outside
+/// the function (`f`), or after a return from outside (`r`). `FT_ONLY` equals `BR_ONLY`.
 pub const FT_ONLY: u64 = u64::MAX;
+/// The branch of a fall-through entered from outside the function (pre-aggregated `f`); see
+/// [`FT_ONLY`].
 pub const FT_EXTERNAL_ORIGIN: u64 = u64::MAX - 1;
+/// The branch of a fall-through after a return from outside the function (pre-aggregated `r`);
+/// see [`FT_ONLY`].
 pub const FT_EXTERNAL_RETURN: u64 = u64::MAX - 2;
 use cfg::{Body, Cfg};
-use functions::Functions;
 
 /// A location in fdata terms: a function (by index) and offset, or an unknown address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,6 +98,7 @@ struct Branch {
 /// Diagnostics perf2bolt prints, counted the same way.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TraceStats {
+    /// Fall-through ranges walked (each counted as many times as it was taken).
     pub traces: u64,
     /// Fall-through ranges that do not match the disassembled code.
     pub invalid: u64,
@@ -88,6 +123,7 @@ pub struct Fdata<'f> {
     samples: HashMap<(u32, u64), u64>,
     /// `Some(events)` for a basic (`no_lbr`) profile.
     basic_events: Option<Vec<String>>,
+    /// perf2bolt's fall-through diagnostics (zero for a basic profile).
     pub stats: TraceStats,
     /// Basic samples outside every function.
     pub out_of_range_samples: u64,

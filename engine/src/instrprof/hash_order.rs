@@ -23,6 +23,8 @@ fn bucket_hash(key: u64) -> u32 {
 const EMPTY_KEY: u64 = u64::MAX;
 const TOMBSTONE_KEY: u64 = u64::MAX - 1;
 
+/// One function name's records, keyed by structural hash, in the order LLVM's
+/// `SmallDenseMap<uint64_t, InstrProfRecord>` lists them (simulated bucket by bucket).
 #[derive(Clone, Debug, Default)]
 pub struct HashOrder {
     /// Record 0 (valid when `len > 0`).
@@ -44,10 +46,12 @@ impl HashOrder {
         self.len as usize
     }
 
+    /// Whether no record is stored.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Record `i` in insertion order (`i < len()`).
     pub fn get(&self, i: usize) -> &Record {
         if i == 0 {
             &self.first
@@ -56,7 +60,7 @@ impl HashOrder {
         }
     }
 
-    pub fn get_mut(&mut self, i: usize) -> &mut Record {
+    pub(crate) fn get_mut(&mut self, i: usize) -> &mut Record {
         if i == 0 {
             &mut self.first
         } else {
@@ -92,7 +96,7 @@ impl HashOrder {
     /// The index of the record with `hash`, inserting an empty one (with that hash) if there
     /// is none, and whether it was inserted; `None` for the empty key, which LLVM "finds" in an
     /// empty bucket.
-    pub fn entry(&mut self, hash: u64) -> Option<(usize, bool)> {
+    pub(crate) fn entry(&mut self, hash: u64) -> Option<(usize, bool)> {
         if hash == EMPTY_KEY {
             return None;
         }
@@ -198,7 +202,7 @@ impl HashOrder {
     }
 
     /// Takes the records out in iteration order.
-    pub fn into_ordered(mut self) -> Vec<Record> {
+    pub(crate) fn into_ordered(mut self) -> Vec<Record> {
         let order = self.order();
         order
             .into_iter()
@@ -231,7 +235,7 @@ mod tests {
     #[test]
     fn reserved_keys_behave_like_llvm_19() {
         // Records hashed 2^64-1 are dropped, and 2^64-2 is kept out of sight (the indexed
-        // output of llvm-profdata-19 for these inputs is compared in tests/instrprof_merge.rs).
+        // output of llvm-profdata-19 for these inputs is compared in tests/it/instrprof_merge.rs).
         assert_eq!(order(&[u64::MAX, 3]), [3]);
         assert_eq!(order(&[u64::MAX - 1, 3, u64::MAX - 1, 4, 5]), [4, 5, 3]);
     }

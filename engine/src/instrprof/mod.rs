@@ -1,6 +1,35 @@
 //! Merging LLVM instrumentation profiles with llvm-profdata's semantics: inputs are decoded in
 //! parallel, then merged in the order llvm-profdata's writer contexts would merge them, so the
 //! output depends only on the inputs and LLVM's context count, never on our thread count.
+//!
+//! The entry point is [`merge`]; the [`ProfileWriter`] it returns writes the merged profile as
+//! an indexed (`.profdata`) or text profile. [`show`](show::show) and
+//! [`overlap`](overlap::overlap) implement `llvm-profdata show` and `overlap`.
+//!
+//! ```
+//! use engine::instrprof::{merge, MergeOptions, WeightedInput};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Two runs of one (synthetic) program, as clang-19 instrumentation writes them.
+//! let dir = tempfile::tempdir()?;
+//! let mut inputs = Vec::new();
+//! for seed in [1, 2] {
+//!     let path = dir.path().join(format!("run{seed}.profraw"));
+//!     let spec = corpus::instrprof::RawProfileSpec { functions: 12, seed, functions_per_unit: 4 };
+//!     let mut bytes = Vec::new();
+//!     corpus::instrprof::write_raw_profile(&spec, &mut bytes)?;
+//!     std::fs::write(&path, bytes)?;
+//!     inputs.push(WeightedInput { path, weight: 1 });
+//! }
+//!
+//! let outcome = merge(&inputs, &MergeOptions::default())?;
+//! assert!(!outcome.failed && outcome.errors.is_empty());
+//! assert_eq!(outcome.profile.num_names(), 12);
+//! let indexed = outcome.profile.to_indexed(false, 12);
+//! assert_eq!(&indexed[..8], &0x8169_666f_7270_6cffu64.to_le_bytes());
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod correlate;
 pub mod hash_order;
@@ -28,14 +57,10 @@ use formats::instrprof::{
 use remap::Remapper;
 
 use crate::io::InputBytes;
-pub use writer::{MergeWarning, ProfileWriter, RecordParts, MAX_COUNT};
+pub(crate) use writer::RecordParts;
+pub use writer::{MergeWarning, ProfileWriter, MAX_COUNT};
 
-/// One input file and its weight.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WeightedInput {
-    pub path: PathBuf,
-    pub weight: u64,
-}
+pub use crate::io::inputs::WeightedInput;
 
 /// Why an input could not be (fully) merged: the entries llvm-profdata collects per context.
 #[derive(Debug)]
@@ -108,6 +133,8 @@ pub enum FailureMode {
     Warn,
 }
 
+/// How to merge: llvm-profdata's `merge` options. `MergeOptions::default()` behaves like
+/// `llvm-profdata-19 merge` with no options.
 #[derive(Clone, Debug)]
 pub struct MergeOptions {
     /// llvm-profdata's thread count, which decides how its writer contexts split the inputs
@@ -115,6 +142,7 @@ pub struct MergeOptions {
     pub llvm_threads: usize,
     /// Raw versions to accept: `Some(10)` behaves like llvm-profdata-19.
     pub raw_version: Option<u64>,
+    /// `--failure-mode`: when invalid inputs fail the merge.
     pub failure_mode: FailureMode,
     /// `--remapping-file`: record names are mapped as they are read.
     pub remapper: Option<Arc<remap::Remapper>>,
@@ -143,17 +171,25 @@ impl Default for MergeOptions {
 /// A message llvm-profdata would print to stderr while merging (not an error).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MergeNote {
+    /// The input being merged.
     pub path: PathBuf,
+    /// The function whose record triggered the warning.
     pub function: String,
+    /// What went wrong.
     pub warning: MergeWarning,
     /// The first time this warning kind was seen in the context (when LLVM adds the hint).
     pub first_of_kind: bool,
 }
 
+/// The result of [`merge`]: the merged profile, ready to be written, and what llvm-profdata
+/// would have printed on the way.
 pub struct MergeOutcome {
+    /// The merged profile; write it with [`ProfileWriter::to_indexed`] or
+    /// [`ProfileWriter::write_text`].
     pub profile: ProfileWriter,
     /// Input errors, in context order (each one printed as a warning by llvm-profdata).
     pub errors: Vec<(PathBuf, InputError)>,
+    /// Warnings about individual records, in the order llvm-profdata prints them.
     pub notes: Vec<MergeNote>,
     /// Whether `--failure-mode` turns the errors into a failed merge.
     pub failed: bool,
@@ -258,15 +294,14 @@ impl Decoded {
     }
 }
 
-/// The input name of standard input.
-pub const STDIN: &str = "-";
+pub use crate::io::inputs::STDIN;
 
 fn load(path: &Path) -> std::io::Result<InputBytes> {
     if path.as_os_str() == STDIN {
         // llvm-profdata-19 accepts `-` but first probes it for the memprof format, which
         // consumes standard input: its profile reader then sees an empty input, skipped
-        // silently. The same happens here, so that the output is llvm-profdata's.
-        std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
+        // silently. `-` is an empty input here too; consuming standard input is the
+        // caller's part (the library never reads it).
         return Ok(InputBytes::Read(Vec::new()));
     }
     InputBytes::open(path)

@@ -36,6 +36,7 @@ impl NameFilter {
         })
     }
 
+    /// Whether either pattern was given (otherwise every name is kept).
     pub fn is_active(&self) -> bool {
         self.keep.is_some() || self.drop.is_some()
     }

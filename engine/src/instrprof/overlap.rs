@@ -29,6 +29,7 @@ pub struct OverlapOptions {
     /// The base / test profile can only be read once (standard input): LLVM's second reading
     /// (to load the base, to iterate the test records) finds it empty.
     pub base_read_once: bool,
+    /// The test profile can only be read once; see `base_read_once`.
     pub test_read_once: bool,
 }
 

@@ -5,6 +5,7 @@
 
 use hashbrown::HashMap;
 
+/// A parsed remapping file: old record name → new name.
 #[derive(Clone, Debug, Default)]
 pub struct Remapper {
     table: HashMap<Vec<u8>, Vec<u8>>,

@@ -11,29 +11,45 @@ use formats::instrprof::summary::SummaryBuilder;
 use formats::instrprof::text::TextReader;
 use formats::instrprof::{detect_format, Format, ProfileKind, Record};
 
+/// What `llvm-profdata show` prints: its options of the same names.
 #[derive(Clone, Debug, Default)]
 pub struct ShowOptions {
+    /// `--all-functions`: every function's record, not only the summary.
     pub all_functions: bool,
+    /// `--function=NAME`: the records of functions whose name contains this.
     pub function: Option<String>,
+    /// `--counts`: the counters of the functions shown.
     pub counts: bool,
+    /// `--text`: the records in the text profile format instead.
     pub text: bool,
+    /// `--ic-targets`: indirect-call target values.
     pub ic_targets: bool,
+    /// `--memop-sizes`: memory-intrinsic size values.
     pub memop_sizes: bool,
+    /// `--topn=N`: the N functions with the largest maximum count (0 = none).
     pub topn: u32,
+    /// `--detailed-summary`: the profile summary's cut-off table.
     pub detailed_summary: bool,
+    /// `--binary-ids`: the binary IDs the profile records.
     pub binary_ids: bool,
+    /// `--profile-version`: the format version.
     pub profile_version: bool,
+    /// `--showcs`: context-sensitive records instead of the others.
     pub showcs: bool,
 }
 
 /// A profile as a reader hands it out, in reader order.
 pub struct Listing {
+    /// The profile's kind (IR or front-end, CS, entry-first …), from its header.
     pub kind: ProfileKind,
+    /// (function name, record), in reader order.
     pub records: Vec<(Vec<u8>, Record)>,
+    /// The binary IDs the profile records (raw and indexed only).
     pub binary_ids: Vec<Vec<u8>>,
     /// What `Profile version:` prints: the raw version word, the indexed format version, or 0
     /// for text.
     pub version: u64,
+    /// Whether the input was an indexed profile.
     pub indexed: bool,
     /// Names the reader's symtab holds besides the records' (text value-profile targets).
     pub extra_names: Vec<Vec<u8>>,

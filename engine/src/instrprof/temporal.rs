@@ -9,7 +9,9 @@ use formats::instrprof::{TemporalTrace, TemporalTraces};
 /// `--temporal-profile-trace-reservoir-size` and `--temporal-profile-max-trace-length`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TemporalLimits {
+    /// Traces each writer keeps at most (reservoir sampling beyond that); default 100.
     pub reservoir_size: u64,
+    /// Functions a trace keeps at most (longer traces are truncated); default 10 000.
     pub max_trace_length: u64,
 }
 
@@ -24,7 +26,7 @@ impl Default for TemporalLimits {
 
 /// `std::mt19937` (32-bit Mersenne Twister, MT19937 parameters).
 #[derive(Clone, Debug)]
-pub struct Mt19937 {
+pub(crate) struct Mt19937 {
     state: Box<[u32; 624]>,
     index: usize,
 }
@@ -126,9 +128,9 @@ impl Mt19937 {
 
 /// A writer's traces with its sampling state.
 #[derive(Clone, Debug, Default)]
-pub struct TraceReservoir {
-    pub traces: TemporalTraces,
-    pub limits: TemporalLimits,
+pub(crate) struct TraceReservoir {
+    pub(crate) traces: TemporalTraces,
+    pub(crate) limits: TemporalLimits,
     rng: Option<Mt19937>,
 }
 

@@ -20,13 +20,18 @@ const PSEUDO_WARM: u64 = u64::MAX - 1;
 /// `instrprof_error`s that merging can warn about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum MergeWarning {
+    /// The records' counter counts differ (the same function from different binaries).
     CountMismatch,
+    /// A weighted sum exceeded [`MAX_COUNT`] and was saturated.
     CounterOverflow,
+    /// The records' MC/DC bitmap sizes differ.
     BitmapMismatch,
+    /// The records' value-site counts differ.
     ValueSiteCountMismatch,
 }
 
 impl MergeWarning {
+    /// The message llvm-profdata prints for this warning.
     pub fn message(self) -> &'static str {
         match self {
             MergeWarning::CountMismatch => {
@@ -56,17 +61,20 @@ impl MergeWarning {
 
 /// The kinds cannot be merged (LLVM's `mergeProfileKind` error).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KindConflict(pub &'static str);
+pub(crate) struct KindConflict(pub(crate) &'static str);
 
+/// An instrumentation profile being merged: LLVM's `InstrProfWriter`, with its hash-map
+/// orders simulated so that the output is byte-identical to llvm-profdata's. Obtained from
+/// [`merge`](crate::instrprof::merge); written as indexed or text profile.
 #[derive(Clone, Debug, Default)]
 pub struct ProfileWriter {
-    pub kind: ProfileKind,
+    pub(crate) kind: ProfileKind,
     /// Name → index into `entries`.
     index: HashMap<Box<[u8]>, u32>,
     /// Each function name with its records (LLVM's `StringMap<SmallDenseMap<hash, record>>`).
     entries: Vec<(Box<[u8]>, HashOrder)>,
-    pub binary_ids: Vec<Vec<u8>>,
-    pub temporal: TraceReservoir,
+    pub(crate) binary_ids: Vec<Vec<u8>>,
+    pub(crate) temporal: TraceReservoir,
     /// `--keep-vtable-symbols`: distinct vtable names in insertion order (LLVM's `StringSet`,
     /// whose order is simulated when written).
     vtable_names: Vec<Box<[u8]>>,
@@ -94,7 +102,7 @@ fn clamp(v: u64, overflow: &mut bool) -> u64 {
 
 impl ProfileWriter {
     /// `InstrProfWriter::mergeProfileKind`.
-    pub fn merge_kind(&mut self, other: ProfileKind) -> Result<(), KindConflict> {
+    pub(crate) fn merge_kind(&mut self, other: ProfileKind) -> Result<(), KindConflict> {
         if self.kind == ProfileKind::UNKNOWN {
             self.kind = other;
             return Ok(());
@@ -118,7 +126,7 @@ impl ProfileWriter {
     }
 
     /// The slot of `name`, created on first use.
-    pub fn slot(&mut self, name: &[u8]) -> u32 {
+    pub(crate) fn slot(&mut self, name: &[u8]) -> u32 {
         if let Some(&slot) = self.index.get(name) {
             return slot;
         }
@@ -143,7 +151,7 @@ impl ProfileWriter {
     }
 
     /// The name in `slot`.
-    pub fn name_of(&self, slot: u32) -> &[u8] {
+    pub(crate) fn name_of(&self, slot: u32) -> &[u8] {
         &self.entries[slot as usize].0
     }
 
@@ -160,7 +168,7 @@ impl ProfileWriter {
     /// `InstrProfWriter::addRecord`: a new (name, hash) is taken (scaled by `weight`), a known one
     /// is merged into. `warn` gets each warning; LLVM reports only the first per record.
     /// Returns whether the record was new.
-    pub fn add_record(
+    pub(crate) fn add_record(
         &mut self,
         name: &[u8],
         mut record: Record,
@@ -173,7 +181,7 @@ impl ProfileWriter {
 
     /// [`ProfileWriter::add_record`] for the name in `slot`, borrowing the record (a reused
     /// scratch record: only its value data is taken).
-    pub fn add_record_at(
+    pub(crate) fn add_record_at(
         &mut self,
         slot: u32,
         record: &mut Record,
@@ -196,7 +204,7 @@ impl ProfileWriter {
 
     /// [`ProfileWriter::add_record`] from borrowed parts: nothing is allocated when the record
     /// merges into an existing one.
-    pub fn add_parts(
+    pub(crate) fn add_parts(
         &mut self,
         slot: u32,
         parts: RecordParts<'_>,
@@ -232,23 +240,27 @@ impl ProfileWriter {
     }
 
     /// `addVTableName`.
-    pub fn add_vtable_name(&mut self, name: &[u8]) {
+    pub(crate) fn add_vtable_name(&mut self, name: &[u8]) {
         if self.vtable_name_set.insert(Box::from(name)) {
             self.vtable_names.push(Box::from(name));
         }
     }
 
-    pub fn add_binary_ids(&mut self, ids: Vec<Vec<u8>>) {
+    pub(crate) fn add_binary_ids(&mut self, ids: Vec<Vec<u8>>) {
         self.binary_ids.extend(ids);
     }
 
     /// `addTemporalProfileTraces`.
-    pub fn add_temporal_traces(&mut self, src: TemporalTraces) {
+    pub(crate) fn add_temporal_traces(&mut self, src: TemporalTraces) {
         self.temporal.add(src);
     }
 
     /// `mergeRecordsFromWriter` (weight 1), used to reduce LLVM's per-thread writer contexts.
-    pub fn merge_from(&mut self, other: ProfileWriter, warn: &mut dyn FnMut(&[u8], MergeWarning)) {
+    pub(crate) fn merge_from(
+        &mut self,
+        other: ProfileWriter,
+        warn: &mut dyn FnMut(&[u8], MergeWarning),
+    ) {
         for (name, records) in other.entries {
             for record in records.into_ordered() {
                 let mut reported = false;
@@ -346,12 +358,12 @@ fn pseudo_kind(counts: &[u64]) -> u8 {
 }
 
 /// A record to add, borrowed.
-pub struct RecordParts<'a> {
-    pub hash: u64,
-    pub counts: &'a [u64],
-    pub bitmap: &'a [u8],
+pub(crate) struct RecordParts<'a> {
+    pub(crate) hash: u64,
+    pub(crate) counts: &'a [u64],
+    pub(crate) bitmap: &'a [u8],
     /// Value sites (taken when the record is new), or `None` for a record without values.
-    pub values: Option<&'a mut [Vec<ValueSite>; NUM_VALUE_KINDS]>,
+    pub(crate) values: Option<&'a mut [Vec<ValueSite>; NUM_VALUE_KINDS]>,
 }
 
 /// `dest += src × weight` per counter, saturating at [`MAX_COUNT`]; true on overflow.

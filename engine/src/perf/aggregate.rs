@@ -19,11 +19,17 @@ use crate::perf::table::{merge_into, Counts, IpKey, Locate, StackBatch, TraceKey
 /// before traces are chained, so their neighbours become adjacent.
 pub const KERNEL_BASE: u64 = 0xffff_8000_0000_0000;
 
+/// What the decoder saw in the whole capture, over every process and binary (the figures
+/// perf2bolt reports; `profmill aggregate` prints them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SampleStats {
+    /// SAMPLE records decoded.
     pub samples: u64,
+    /// Samples with a non-empty branch stack.
     pub samples_with_branches: u64,
+    /// LBR entries in those stacks.
     pub branch_entries: u64,
+    /// Entries dropped because an end is in the kernel (at or above [`KERNEL_BASE`]).
     pub kernel_entries: u64,
 }
 
@@ -38,12 +44,12 @@ impl SampleStats {
 
 /// One binary's table, keyed by locations in the binary's own addresses.
 #[derive(Default)]
-pub struct BinaryTable {
-    pub traces: TraceTable,
-    pub ips: HashMap<u64, u64>,
-    pub events: std::collections::BTreeSet<u32>,
-    pub samples: u64,
-    pub pids: hashbrown::HashSet<u32>,
+pub(crate) struct BinaryTable {
+    traces: TraceTable,
+    ips: HashMap<u64, u64>,
+    events: std::collections::BTreeSet<u32>,
+    samples: u64,
+    pids: hashbrown::HashSet<u32>,
     last_pid: Option<u32>,
 }
 
@@ -75,7 +81,7 @@ impl BinaryTable {
 }
 
 /// Every binary's mapping in every process, known before decoding starts (file-mode captures).
-pub struct Resolver {
+pub(crate) struct Resolver {
     binaries: Vec<BinaryInfo>,
     maps: Vec<BinaryMaps>,
     /// pid → (binary index, placement) for every binary the process maps.
@@ -101,17 +107,22 @@ impl Resolver {
 
 /// One thread's tables: pid-keyed raw tables while streaming, per-binary tables once the
 /// mappings are known.
+///
+/// Public as a ready-made [`Sink`] for [`capture::read_capture`]: `Tables::default()` counts
+/// every sample's branch stack by process (what [`aggregate`] does before the mappings are
+/// known), which is enough to walk a whole capture, e.g. to validate it. Its contents are
+/// internal; use [`aggregate`] for profiles.
 #[derive(Default)]
 pub struct Tables {
-    pub traces: HashMap<TraceKey, Counts>,
-    pub ips: HashMap<IpKey, u64>,
+    traces: HashMap<TraceKey, Counts>,
+    ips: HashMap<IpKey, u64>,
     resolver: Option<Arc<Resolver>>,
-    pub per_binary: Vec<BinaryTable>,
-    pub stats: SampleStats,
-    pub basic: bool,
+    per_binary: Vec<BinaryTable>,
+    stats: SampleStats,
+    basic: bool,
     /// Memory samples (raw pid, pc and data address) of the events `mem_events` flags
     /// (all events when their names are not known yet).
-    pub mem: HashMap<MemKey, u64>,
+    mem: HashMap<MemKey, u64>,
     mem_events: Option<Arc<Vec<bool>>>,
     /// The decode loop's batch of traces for the table they go to.
     batch: StackBatch,
@@ -119,11 +130,11 @@ pub struct Tables {
 
 /// A memory sample as `perf script -F pid,event,addr,ip` prints it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MemKey {
-    pub event: u32,
-    pub pid: u32,
-    pub pc: u64,
-    pub addr: u64,
+pub(crate) struct MemKey {
+    event: u32,
+    pid: u32,
+    pc: u64,
+    addr: u64,
 }
 
 /// perf2bolt reads memory samples of the events whose name contains this.
@@ -276,15 +287,22 @@ pub(crate) fn is_kernel(e: &formats::perf::BranchEntry) -> bool {
     e.from >= KERNEL_BASE || e.to >= KERNEL_BASE
 }
 
-/// What to aggregate.
+/// What to aggregate: which binaries to build profiles for, and how.
 #[derive(Clone, Debug)]
 pub struct Request {
+    /// The binaries to profile; [`Aggregation::profiles`] has one profile per binary, in this
+    /// order. Each is matched to the capture's mmap events by build-id, else by file name.
     pub binaries: Vec<BinaryInfo>,
     /// Count IP samples instead of branch stacks (forced when the capture has no branch stacks).
     pub basic: bool,
+    /// Only samples of this process (perf2bolt's `--pid`); `None` for every process.
     pub pid: Option<u32>,
+    /// Match binaries by file name even when the capture records a different build-id
+    /// (perf2bolt's `--ignore-build-id`).
     pub ignore_build_id: bool,
+    /// Which LLVM release's rules map runtime addresses to the binary's addresses.
     pub rules: Rules,
+    /// Decoding threads (at least 1 is used).
     pub threads: usize,
     /// See [`capture::ReadOptions::stream`].
     pub stream: bool,
@@ -299,25 +317,37 @@ pub struct BinaryProfile {
     pub traces: Vec<((u64, u64, u64), Counts)>,
     /// Event names (as `perf script` prints them, with the trailing colon) and address counts.
     pub events: Vec<String>,
+    /// IP samples (basic profiles only): (address in the binary, samples), sorted by address.
     pub ips: Vec<(u64, u64)>,
     /// Branch addresses known to be returns (pre-aggregated `R` records).
     pub returns: Vec<u64>,
     /// Memory samples as perf2bolt sees them: (pc as recorded, data address adjusted like a
     /// branch address, count).
     pub mem: Vec<(u64, u64, u64)>,
+    /// Samples that fell in this binary.
     pub samples: u64,
+    /// Distinct processes whose samples fell in this binary.
     pub pids: usize,
 }
 
-/// The whole result.
+/// The whole result of [`aggregate`].
 pub struct Aggregation {
+    /// The capture's side-band records (mmaps, tasks, event attributes, header features).
     pub side: SideBand,
+    /// Decoder statistics over the whole capture.
     pub stats: SampleStats,
+    /// Whether the profiles count IP samples (requested, or forced by a capture without
+    /// branch stacks) rather than traces.
     pub basic: bool,
+    /// One profile per [`Request::binaries`] entry, in the same order.
     pub profiles: Vec<BinaryProfile>,
 }
 
 /// Reads the capture once and builds a profile for every requested binary.
+///
+/// The capture is decoded by `req.threads` threads; each sample's addresses are mapped to
+/// every requested binary its process maps (perf2bolt's rules, [`Request::rules`]). `progress`
+/// hears of bytes read. Fails if the capture cannot be read or a binary is not mapped by it.
 pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Result<Aggregation> {
     let options = capture::ReadOptions {
         threads: req.threads,
@@ -353,7 +383,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
     let mut tables = Tables::merge(tables);
     let basic = req.basic || !has_branch_stacks(&side);
     if basic && !tables.basic {
-        if matches!(input, Input::Stdin) {
+        if input.is_stream() {
             return Err(Error::Mismatch(
                 "the capture on stdin has no branch stacks and cannot be read twice: pass --basic"
                     .into(),
@@ -681,7 +711,7 @@ fn place_raw(tables: &Tables, binary: &BinaryInfo, maps: &BinaryMaps) -> BinaryT
 }
 
 /// The event's name as perf prints it: from EVENT_DESC, else from its type and config.
-pub fn event_name(side: &SideBand, event: usize) -> String {
+pub(crate) fn event_name(side: &SideBand, event: usize) -> String {
     let Some(entry) = side.events.attrs.get(event) else {
         return "unknown".into();
     };

@@ -7,29 +7,37 @@ use object::Object;
 
 use crate::error::{Error, Result};
 
+/// A `PT_LOAD` segment, in the binary's own (link-time) addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Segment {
-    pub address: u64,
-    pub size: u64,
-    pub file_offset: u64,
-    pub align: u64,
-    pub executable: bool,
+pub(crate) struct Segment {
+    pub(crate) address: u64,
+    pub(crate) size: u64,
+    pub(crate) file_offset: u64,
+    pub(crate) align: u64,
+    pub(crate) executable: bool,
 }
 
+/// An ELF binary as the perf domain needs it to attribute samples: its path, the file name and
+/// build-id perf's mmap events are matched against, whether it loads at a fixed address, and
+/// its loaded segments. Build one with [`BinaryInfo::load`] and put it in a
+/// [`Request`](crate::perf::Request).
 #[derive(Clone, Debug)]
 pub struct BinaryInfo {
+    /// Where the binary was read from (also used in error messages).
     pub path: PathBuf,
     /// The file name perf records in its mmap events are matched against.
-    pub file_name: Vec<u8>,
-    pub build_id: Option<Vec<u8>>,
+    pub(crate) file_name: Vec<u8>,
+    pub(crate) build_id: Option<Vec<u8>>,
     /// `ET_EXEC`: addresses in samples are already the binary's addresses.
-    pub fixed_load_address: bool,
-    pub segments: Vec<Segment>,
+    pub(crate) fixed_load_address: bool,
+    pub(crate) segments: Vec<Segment>,
     /// `[lowest segment start, highest segment end)`: a quick rejection test for `contains`.
     span: (u64, u64),
 }
 
 impl BinaryInfo {
+    /// Reads the ELF headers of the binary at `path` (the file is mapped, and only its headers
+    /// are read). Fails with [`Error::Binary`] if it is not an ELF file this tool can read.
     pub fn load(path: &Path) -> Result<BinaryInfo> {
         // Mapped, not read: only the headers are looked at, and copying a large binary into
         // fresh memory cost more than the whole rest of this.
@@ -40,7 +48,8 @@ impl BinaryInfo {
         Self::parse(path, &data)
     }
 
-    pub fn parse(path: &Path, data: &[u8]) -> Result<BinaryInfo> {
+    /// [`BinaryInfo::load`] of a binary already in memory.
+    pub(crate) fn parse(path: &Path, data: &[u8]) -> Result<BinaryInfo> {
         let bad = |message: String| Error::Binary {
             path: path.to_path_buf(),
             message,
@@ -66,7 +75,11 @@ impl BinaryInfo {
     }
 
     /// A binary known only by its loaded segments (no build-id).
-    pub fn from_segments(path: &Path, fixed_load_address: bool, segments: Vec<Segment>) -> Self {
+    pub(crate) fn from_segments(
+        path: &Path,
+        fixed_load_address: bool,
+        segments: Vec<Segment>,
+    ) -> Self {
         let span = (
             segments.iter().map(|s| s.address).min().unwrap_or(0),
             segments
@@ -90,7 +103,7 @@ impl BinaryInfo {
 
     /// perf2bolt's `getBaseAddressForMapping`: the load bias of a mapping of file offset `pgoff`
     /// at `mmap_address`, from the first executable segment in the same aligned page.
-    pub fn base_address_for_mapping(&self, mmap_address: u64, pgoff: u64) -> Option<u64> {
+    pub(crate) fn base_address_for_mapping(&self, mmap_address: u64, pgoff: u64) -> Option<u64> {
         self.segments.iter().filter(|s| s.executable).find_map(|s| {
             let align = s.align.max(1);
             (align_down(s.file_offset, align) == align_down(pgoff, align)).then(|| {
@@ -100,20 +113,20 @@ impl BinaryInfo {
     }
 
     /// For fixed-address binaries: does a mapping at `mmap_address` cover an executable segment?
-    pub fn mapping_matches_segment(&self, mmap_address: u64) -> bool {
+    pub(crate) fn mapping_matches_segment(&self, mmap_address: u64) -> bool {
         self.segments.iter().any(|s| {
             s.executable && s.address >= mmap_address && s.address - mmap_address < s.align.max(1)
         })
     }
 
     /// `[lowest segment start, highest segment end)`.
-    pub fn span(&self) -> (u64, u64) {
+    pub(crate) fn span(&self) -> (u64, u64) {
         self.span
     }
 
     /// True if `addr` (a link-time address) lies in one of the loaded segments.
     #[inline]
-    pub fn contains(&self, addr: u64) -> bool {
+    pub(crate) fn contains(&self, addr: u64) -> bool {
         if addr < self.span.0 || addr >= self.span.1 {
             return false;
         }
@@ -172,6 +185,6 @@ fn elf_load_segments(data: &[u8]) -> Option<Vec<Segment>> {
 }
 
 /// Lowercase hex of a build-id, as perf and BOLT print it.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

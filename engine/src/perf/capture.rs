@@ -28,65 +28,102 @@ const MAX_RECORD_BYTES: u64 = 1 << 32;
 const PIPE_BLOCK: usize = 8 << 20;
 
 /// Where a capture comes from.
-#[derive(Clone, Debug)]
 pub enum Input {
+    /// A perf.data file, file-mode (memory-mapped and indexed) or pipe-mode (streamed).
     File(PathBuf),
-    Stdin,
+    /// A pipe-mode capture read once, in blocks, from a stream (the command line passes its
+    /// standard input; the library never opens it itself).
+    Stream {
+        /// The name errors give it (`<stdin>`).
+        name: PathBuf,
+        /// The bytes.
+        reader: Mutex<Box<dyn Read + Send>>,
+    },
 }
 
 impl Input {
+    /// A capture read from `reader`, called `name` in messages.
+    pub fn stream(name: impl Into<PathBuf>, reader: impl Read + Send + 'static) -> Input {
+        Input::Stream {
+            name: name.into(),
+            reader: Mutex::new(Box::new(reader)),
+        }
+    }
+
+    /// The name errors give the capture.
     pub fn name(&self) -> PathBuf {
         match self {
             Input::File(p) => p.clone(),
-            Input::Stdin => PathBuf::from("<stdin>"),
+            Input::Stream { name, .. } => name.clone(),
+        }
+    }
+
+    /// Whether the capture can be read only once.
+    pub fn is_stream(&self) -> bool {
+        matches!(self, Input::Stream { .. })
+    }
+}
+
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Input::File(p) => f.debug_tuple("File").field(p).finish(),
+            Input::Stream { name, .. } => f.debug_struct("Stream").field("name", name).finish(),
         }
     }
 }
 
 /// An mmap event, owned (side-band records are few).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MmapEvent {
-    pub pid: u32,
-    pub addr: u64,
-    pub len: u64,
-    pub pgoff: u64,
-    pub filename: Vec<u8>,
-    pub is_mmap2: bool,
-    pub build_id: Option<Vec<u8>>,
+pub(crate) struct MmapEvent {
+    pub(crate) pid: u32,
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
+    pub(crate) pgoff: u64,
+    pub(crate) filename: Vec<u8>,
+    pub(crate) is_mmap2: bool,
+    pub(crate) build_id: Option<Vec<u8>>,
 }
 
 /// Process lifetime events, in stream order.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TaskEvent {
+pub(crate) enum TaskEvent {
     Fork { pid: u32, ppid: u32, time: u64 },
     Exec { pid: u32 },
 }
 
-/// Everything but the samples.
+/// Everything but the samples: the records a sequential walk of the capture collects.
 #[derive(Clone, Debug, Default)]
 pub struct SideBand {
-    pub mmaps: Vec<MmapEvent>,
-    pub tasks: Vec<TaskEvent>,
-    pub features: Features,
-    pub events: EventSet,
+    pub(crate) mmaps: Vec<MmapEvent>,
+    pub(crate) tasks: Vec<TaskEvent>,
+    pub(crate) features: Features,
+    pub(crate) events: EventSet,
+    /// Bytes of the capture read (for a compressed capture, as stored, not inflated).
     pub bytes: u64,
+    /// Records walked, of every kind.
     pub records: u64,
     /// With [`ReadOptions::render_mmap_events`]: every MMAP/MMAP2 as `perf script` prints it.
     pub mmap_lines: Vec<u8>,
 }
 
-/// Optional work for the sequential walker.
+/// How to read a capture: decoding threads and optional work for the sequential walker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReadOptions {
+    /// Decoding threads, hence sinks (0 is taken as 1).
     pub threads: usize,
+    /// Fill [`SideBand::mmap_lines`] (what `perf script --show-mmap-events` prints).
     pub render_mmap_events: bool,
     /// Read a file-mode capture as a stream (one pass, pid-keyed tables) even when it could
     /// be indexed; both paths must give the same result, and tests check that they do.
     pub stream: bool,
 }
 
-/// Receives decoded samples; one per worker thread.
+/// Receives decoded samples; [`read_capture`] makes one per worker thread, so a sink needs no
+/// locking, and returns them all at the end for the caller to combine.
 pub trait Sink: Send {
+    /// One SAMPLE record; `event` indexes the capture's event attributes. Samples reach a
+    /// sink in capture order within a shard, but shards are spread over the sinks.
     fn sample(&mut self, event: usize, sample: &Sample<'_>);
 }
 
@@ -313,10 +350,12 @@ pub fn read_capture<S: Sink, F: Fn(Option<&SideBand>) -> S + Sync>(
             }
             .map_err(|e| e.into_engine(&path))
         }
-        Input::Stdin => {
-            let mut stdin = std::io::stdin().lock();
+        Input::Stream { reader, .. } => {
+            let mut reader = reader
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             run(options, None, &make_sink, |walker| {
-                walker.pipe(&mut stdin, progress)
+                walker.pipe(&mut *reader, progress)
             })
             .map_err(|e| e.into_engine(&path))
         }

@@ -18,20 +18,20 @@ pub enum Rules {
 
 /// One process's mapping of the binary (perf2bolt's `MMapInfo`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProcessMap {
-    pub mmap_address: u64,
-    pub size: u64,
-    pub base_address: u64,
-    pub forked: bool,
+pub(crate) struct ProcessMap {
+    pub(crate) mmap_address: u64,
+    pub(crate) size: u64,
+    pub(crate) base_address: u64,
+    pub(crate) forked: bool,
 }
 
 /// All processes' mappings of one binary.
 #[derive(Clone, Debug, Default)]
-pub struct BinaryMaps {
-    pub by_pid: HashMap<u32, ProcessMap>,
-    pub fixed_load_address: bool,
+pub(crate) struct BinaryMaps {
+    pub(crate) by_pid: HashMap<u32, ProcessMap>,
+    pub(crate) fixed_load_address: bool,
     /// mmaps of the binary that had to be ignored (no matching segment), for diagnostics.
-    pub ignored_mappings: usize,
+    pub(crate) ignored_mappings: usize,
 }
 
 /// The file name perf2bolt compares: the last space-separated token's base name.
@@ -47,7 +47,7 @@ fn mapped_file_name(filename: &[u8]) -> Option<&[u8]> {
 ///
 /// perf2bolt reads only MMAP2 events; captures made before MMAP2 existed carry only MMAP
 /// events, and for those we read MMAP events instead (perf2bolt fails on them).
-pub fn binary_maps(
+pub(crate) fn binary_maps(
     binary: &BinaryInfo,
     side: &SideBand,
     match_name: &[u8],
@@ -132,7 +132,7 @@ impl ProcessMap {
     /// perf2bolt's `adjustAddress`: a runtime address to the binary's own address. Addresses
     /// below `size` outside the mapping become all-ones so they cannot alias the binary.
     #[inline(always)]
-    pub fn adjust(&self, addr: u64, fixed_load_address: bool) -> u64 {
+    pub(crate) fn adjust(&self, addr: u64, fixed_load_address: bool) -> u64 {
         if fixed_load_address {
             addr
         } else if addr >= self.mmap_address && addr < self.mmap_address.wrapping_add(self.size) {

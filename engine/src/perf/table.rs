@@ -11,20 +11,27 @@ use crate::perf::hint::prefetch;
 /// BOLT's `Trace`: a taken branch `branch → from` followed by straight-line execution from
 /// `from` to `to` (the source of the next newer branch; `BR_ONLY` for the newest entry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TraceKey {
-    pub pid: u32,
-    pub branch: u64,
-    pub from: u64,
-    pub to: u64,
+pub(crate) struct TraceKey {
+    pub(crate) pid: u32,
+    pub(crate) branch: u64,
+    pub(crate) from: u64,
+    pub(crate) to: u64,
 }
 
+/// How often a trace was taken, and how many of those times its branch was mispredicted
+/// (both in samples, not scaled). In a finished [`BinaryProfile`](crate::perf::BinaryProfile)
+/// a branch's mispredictions are summed on the first of its traces, so `mispred` may exceed
+/// `taken` there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// Times the trace was taken.
     pub taken: u64,
+    /// Times its branch was mispredicted.
     pub mispred: u64,
 }
 
 impl Counts {
+    /// Adds `other`'s counts to these (the same as `+=`).
     #[inline(always)]
     pub fn add(&mut self, other: Counts) {
         self.taken += other.taken;
@@ -41,14 +48,14 @@ impl std::ops::AddAssign for Counts {
 
 /// A basic (IP) sample key: which event, which process, which address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct IpKey {
-    pub event: u32,
-    pub pid: u32,
-    pub ip: u64,
+pub(crate) struct IpKey {
+    pub(crate) event: u32,
+    pub(crate) pid: u32,
+    pub(crate) ip: u64,
 }
 
 /// Adds every entry of `other` into `into`.
-pub fn merge_into<K: std::hash::Hash + Eq, V>(
+pub(crate) fn merge_into<K: std::hash::Hash + Eq, V>(
     into: &mut HashMap<K, V>,
     other: HashMap<K, V>,
     mut add: impl FnMut(&mut V, V),
@@ -68,7 +75,9 @@ pub fn merge_into<K: std::hash::Hash + Eq, V>(
 pub type Trace = [u64; 3];
 
 /// A key of a [`CountTable`]: a few addresses, packed.
-pub trait TableKey: Copy + Eq + std::hash::Hash + bytemuck::Zeroable + Send + Sync {
+pub(crate) trait TableKey:
+    Copy + Eq + std::hash::Hash + bytemuck::Zeroable + Send + Sync
+{
     /// The key's hash under `seed`.
     fn hash64(&self, seed: u64) -> u64;
 }
@@ -112,7 +121,7 @@ where
 
 /// What a slot counts, packed into its 32-bit count word. A count that would not fit is
 /// spilled into the table's overflow map.
-pub trait Tally: Copy + bytemuck::Zeroable + Send + Sync {
+pub(crate) trait Tally: Copy + bytemuck::Zeroable + Send + Sync {
     /// A whole count, as the table's users see it.
     type Total: Copy + Default + std::ops::AddAssign + Send + Sync;
     /// Whether this is the all-zero word of an empty slot.
@@ -123,6 +132,7 @@ pub trait Tally: Copy + bytemuck::Zeroable + Send + Sync {
     /// overflow map, together `self + n`. Spilling everything but a minimum, rather than only
     /// `n`, keeps a saturated hot key from taking the overflow map on every later insert.
     fn spill(self, n: Self::Total) -> (Self, Self::Total);
+    /// The whole count this word holds (without what went to the overflow map).
     fn total(self) -> Self::Total;
 }
 
@@ -155,7 +165,7 @@ impl Tally for u32 {
 /// 8 bits) in one word: a trace and its mispredictions then cost one cache miss, not two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(transparent)]
-pub struct TraceTally(u32);
+pub(crate) struct TraceTally(u32);
 
 // SAFETY: a `u32` in a transparent wrapper; all zeroes is the empty tally.
 unsafe impl bytemuck::Zeroable for TraceTally {}
@@ -274,13 +284,13 @@ impl<K, C> std::ops::DerefMut for Slots<K, C> {
 }
 
 /// The largest batch [`TraceTable::add_batch`] prefetches at once.
-pub const BATCH: usize = 64;
+pub(crate) const BATCH: usize = 64;
 
 /// An open-addressing table of counts built for the decode loop: a whole batch of keys is
 /// hashed first and its slots prefetched, so the cache misses of up to 64 inserts overlap
 /// instead of being paid one after another (the table rarely fits in cache). Counts are 32-bit
 /// words in the slots ([`Tally`]); what a slot cannot hold goes to the overflow map.
-pub struct CountTable<K, C: Tally> {
+pub(crate) struct CountTable<K, C: Tally> {
     slots: Slots<K, C>,
     len: usize,
     mask: usize,
@@ -330,12 +340,9 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
         }
     }
 
+    /// The number of distinct keys.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Whether `extra` more keys would take the table past its load limit (3/4: linear probing
@@ -457,7 +464,7 @@ impl<K: TableKey, C: Tally> CountTable<K, C> {
     }
 
     /// Adds every entry of `other`: large tables on two threads (see
-    /// [`Self::merge_in_halves`]), small ones here.
+    /// `merge_in_halves`), small ones here.
     pub fn merge(&mut self, other: CountTable<K, C>) {
         if other.len() >= PARALLEL_MERGE && rayon::current_num_threads() >= 2 {
             self.merge_in_halves(other);
@@ -619,7 +626,7 @@ fn total<K: TableKey, C: Tally>(overflow: &HashMap<K, C::Total>, s: &Slot<K, C>)
 }
 
 /// A finished [`CountTable`]: its entries in order.
-pub struct SortedCounts<K, C: Tally> {
+pub(crate) struct SortedCounts<K, C: Tally> {
     slots: Slots<K, C>,
     len: usize,
     overflow: HashMap<K, C::Total>,
@@ -665,7 +672,7 @@ impl TraceOrder {
 /// offsets from its lowest address, which halves the slots the decode loop misses the cache on.
 /// The packing keeps the order of the addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Packing {
+pub(crate) struct Packing {
     base: u64,
 }
 
@@ -720,7 +727,7 @@ fn add_batch_to<T: Copy + Into<u64>>(
 }
 
 /// Where the decode loop finds a runtime address in a binary, for one process.
-pub trait Locate {
+pub(crate) trait Locate {
     /// Runtime addresses in `[start, start + len)` are at `address - delta` in the binary: the
     /// code segment, where nearly every branch address is. Returns `(start, len, delta)`.
     fn window(&self) -> (u64, u64, u64);
@@ -731,7 +738,7 @@ pub trait Locate {
 
 /// The decode loop's batch of traces, kept between samples: a fresh one per stack meant zeroing
 /// its arrays for every sample.
-pub struct StackBatch {
+pub(crate) struct StackBatch {
     packed: Vec<[u32; 3]>,
     wide: Vec<[u64; 3]>,
     mispred: Vec<bool>,
@@ -799,12 +806,21 @@ fn taken_once(mispred: &[bool]) -> impl Fn(usize) -> Counts + '_ {
 }
 
 /// A binary's trace counts, with how often each trace's branch was mispredicted.
+///
+/// Not API: public (and hidden, like this module) only so that benches/decode.rs can time it;
+/// its variants hold crate-private table types, hence the `allow`.
+#[allow(private_interfaces)]
 pub enum TraceTable {
+    /// The binary spans less than 4 GiB: addresses stored as 32-bit offsets.
     Packed {
+        /// How addresses are packed.
         packing: Packing,
+        /// The counts, keyed by packed traces.
         traces: TraceCounts<[u32; 3]>,
     },
+    /// Addresses stored whole.
     Wide {
+        /// The counts, keyed by traces in the binary's addresses.
         traces: TraceCounts<[u64; 3]>,
     },
 }
@@ -827,7 +843,12 @@ impl TraceTable {
     /// traces, or `max_bytes` of slots if that is less. Each doubling on the way up from the
     /// default size re-inserts every trace and zeroes a new table: 12 % of the 629 MB
     /// benchmark run's CPU (fresh pages are expensive on its virtual machine).
-    pub fn for_span_sized(start: u64, end: u64, traces: usize, max_bytes: usize) -> TraceTable {
+    pub(crate) fn for_span_sized(
+        start: u64,
+        end: u64,
+        traces: usize,
+        max_bytes: usize,
+    ) -> TraceTable {
         match Packing::for_span(start, end) {
             Some(packing) => TraceTable::Packed {
                 packing,
@@ -839,6 +860,7 @@ impl TraceTable {
         }
     }
 
+    /// The number of distinct traces.
     pub fn len(&self) -> usize {
         match self {
             TraceTable::Packed { traces, .. } => traces.len(),
@@ -846,13 +868,14 @@ impl TraceTable {
         }
     }
 
+    /// Whether no trace was counted.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// Adds `taken` (at least 1) and `mispred` to `trace`'s counts. Its addresses must be
     /// locations in the table's binary (see [`Packing`]).
-    pub fn add(&mut self, trace: Trace, taken: u64, mispred: u64) {
+    pub(crate) fn add(&mut self, trace: Trace, taken: u64, mispred: u64) {
         let counts = Counts { taken, mispred };
         match self {
             TraceTable::Packed { packing: p, traces } => {
@@ -876,7 +899,7 @@ impl TraceTable {
     /// Counts the traces of an LBR stack of a process `at` places in this table's binary;
     /// returns how many entries `skip` dropped.
     #[inline]
-    pub fn add_stack(
+    pub(crate) fn add_stack(
         &mut self,
         stack: &formats::perf::BranchStack<'_>,
         skip: impl Fn(&formats::perf::BranchEntry) -> bool,
@@ -940,7 +963,7 @@ impl TraceTable {
 
     /// The traces sorted in `order`, each branch's mispredictions summed on the first of its
     /// traces (a branch's traces are adjacent in either order).
-    pub fn into_sorted(self, order: TraceOrder) -> Vec<((u64, u64, u64), Counts)> {
+    pub(crate) fn into_sorted(self, order: TraceOrder) -> Vec<((u64, u64, u64), Counts)> {
         match self {
             TraceTable::Packed { packing: p, traces } => {
                 // One 128-bit comparison per step instead of three.
@@ -958,7 +981,7 @@ impl TraceTable {
     }
 
     /// Every trace with its counts, in no particular order.
-    pub fn entries(&self) -> Box<dyn Iterator<Item = (Trace, Counts)> + '_> {
+    pub(crate) fn entries(&self) -> Box<dyn Iterator<Item = (Trace, Counts)> + '_> {
         match self {
             TraceTable::Packed { packing: p, traces } => Box::new(
                 traces

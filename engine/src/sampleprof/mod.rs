@@ -2,7 +2,36 @@
 //! `llvm-profdata merge --sample` does, and writing in any encoding.
 //!
 //! Entry points for the command line and the `llvm-profdata` drop-in: [`read`], [`merge`],
-//! [`write`].
+//! [`write()`], [`convert`]; [`show`] and [`overlap`] print what `llvm-profdata show` and
+//! `overlap --sample` print.
+//!
+//! ```
+//! use engine::sampleprof::{self, Input, MergeOptions, OutputFormat};
+//! use formats::sampleprof::binary::ExtBinaryOptions;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let text = dir.path().join("a.prof");
+//! std::fs::write(&text, "main:300:10\n 1: 10\n 2: 290\n")?;
+//!
+//! // Text → ExtBinary, and read back: the same profile.
+//! let ext = dir.path().join("a.extbinary");
+//! sampleprof::convert(&text, OutputFormat::ExtBinary(ExtBinaryOptions::default()), &ext)?;
+//! let from_text = sampleprof::read(&text)?;
+//! assert_eq!(sampleprof::read(&ext)?.functions, from_text.functions);
+//!
+//! // Merging the profile with itself at weight 2 triples its counts.
+//! let inputs = [
+//!     Input { path: text.clone(), weight: 1 },
+//!     Input { path: ext, weight: 2 },
+//! ];
+//! let merged = sampleprof::merge(&inputs, &MergeOptions::default())?;
+//! let main = merged.profile.functions.values().next().unwrap();
+//! assert_eq!((main.total, main.head), (900, 30));
+//! assert!(merged.warnings.is_empty());
+//! # Ok(())
+//! # }
+//! ```
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -15,8 +44,8 @@ use formats::sampleprof::{self as sp, text, Context, Profile};
 use crate::io::output::write_atomically;
 pub use crate::io::InputBytes;
 
-pub mod fast;
-pub mod hash_order;
+pub(crate) mod fast;
+pub(crate) mod hash_order;
 pub mod overlap;
 pub mod show;
 pub mod transform;
@@ -122,10 +151,14 @@ pub fn read(path: &Path) -> Result<Profile> {
 /// One merge input and its weight (`--weighted-input=W,FILE`; 1 for plain inputs).
 #[derive(Clone, Debug)]
 pub struct Input {
+    /// The profile, in any encoding.
     pub path: PathBuf,
+    /// Every count is multiplied by this (saturating).
     pub weight: u64,
 }
 
+/// How to merge: `llvm-profdata merge --sample` options. The default merges everything,
+/// failing on the first unreadable input.
 #[derive(Clone, Debug, Default)]
 pub struct MergeOptions {
     /// `--failure-mode=all|warn`: an unreadable input is reported and skipped instead of
@@ -141,9 +174,14 @@ pub struct MergeOptions {
 /// inputs skipped as unreadable (with `skip_unreadable`), and the order llvm-profdata's
 /// output map lists the functions in (it writes function metadata in that order).
 pub struct Merged {
+    /// The merged profile.
     pub profile: Profile,
+    /// Warnings llvm-profdata would print (one per profile dropped on a checksum mismatch).
     pub warnings: Vec<String>,
+    /// The inputs skipped as unreadable, with why (only with `skip_unreadable`).
     pub skipped: Vec<Error>,
+    /// The merged functions in the order llvm-profdata's output map lists them; pass it to
+    /// an ExtBinary writer to write function metadata in llvm-profdata's order.
     pub map_order: Vec<Context>,
 }
 
@@ -239,9 +277,13 @@ fn merge_into(out: &mut Profile, p: Profile, input: &Input, warnings: &mut Vec<S
 /// The encodings `profmill convert --to` and `merge --sample` write.
 #[derive(Clone, Copy, Debug)]
 pub enum OutputFormat {
+    /// LLVM's text format.
     Text,
+    /// LLVM's raw binary format (`--binary`, without sections).
     Binary,
+    /// LLVM's extensible binary format, with the given section options.
     ExtBinary(ExtBinaryOptions),
+    /// GCC's `.afdo` (gcov) format, in the given version.
     Gcov(Version),
     /// AutoFDO GCOV v4: binary, compact or text.
     GcovV4(gcov_v4::Encoding),

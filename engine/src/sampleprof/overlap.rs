@@ -20,16 +20,24 @@ use super::show::{func_sample_stats, ColumnLine, FuncSampleStats};
 
 /// One loaded profile and the order LLVM iterates its functions in.
 pub struct OverlapInput<'a> {
+    /// The file name, as the report prints it.
     pub name: &'a str,
+    /// The profile.
     pub profile: &'a Profile,
+    /// Its functions in LLVM's iteration order ([`load_order`] of [`insertion_order`]).
     pub order: Vec<&'a Context>,
 }
 
 /// `--value-cutoff`, `--function`, `--similarity-cutoff`.
 #[derive(Clone, Debug)]
 pub struct OverlapOptions {
+    /// Functions whose maximum sample count in the test profile is at least this are listed
+    /// in the function-level report (default `u64::MAX`: none by this rule).
     pub value_cutoff: u64,
+    /// Matched functions whose name contains this are listed too (empty: none by this rule).
     pub function: String,
+    /// Matched functions whose similarity is below this, in millionths, are listed too
+    /// (default 0: none by this rule).
     pub similarity_cutoff: u64,
 }
 

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use formats::sampleprof::summary::{self, Summary};
-use formats::sampleprof::{Context, FunctionSamples, Profile};
+use formats::sampleprof::{Context, FunctionId, FunctionSamples, Profile};
 
 /// `FunctionSamples::getHeadSamplesEstimate` (LLVM 19): the head samples of a CS profile when
 /// known, else the samples of the first line (or of the first call site's callees), at least 1
@@ -155,13 +155,18 @@ pub fn print_detailed_summary(out: &mut dyn Write, s: &Summary) -> io::Result<()
 /// Per-function statistics of `getFuncSampleStats` (llvm-profdata.cpp): the sum and maximum
 /// of line samples including inlinees, and how many lines reach `hot_threshold`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct FuncSampleStats {
-    pub sample_sum: u64,
-    pub max_sample: u64,
-    pub hot_block_count: u64,
+pub(crate) struct FuncSampleStats {
+    pub(crate) sample_sum: u64,
+    pub(crate) max_sample: u64,
+    pub(crate) hot_block_count: u64,
 }
 
-pub fn func_sample_stats(fs: &FunctionSamples, hot_threshold: u64, stats: &mut FuncSampleStats) {
+/// Adds `fs`'s (and its inlinees') line samples to `stats`.
+pub(crate) fn func_sample_stats(
+    fs: &FunctionSamples,
+    hot_threshold: u64,
+    stats: &mut FuncSampleStats,
+) {
     for rec in fs.body.values() {
         stats.sample_sum = stats.sample_sum.wrapping_add(rec.count);
         stats.max_sample = stats.max_sample.max(rec.count);
@@ -179,12 +184,13 @@ pub fn func_sample_stats(fs: &FunctionSamples, hot_threshold: u64, stats: &mut F
 /// A fixed-column line as LLVM's `formatted_raw_ostream::PadToColumn` builds it: padding
 /// always inserts at least one space, even at or past the column.
 #[derive(Default)]
-pub struct ColumnLine {
-    pub text: String,
+pub(crate) struct ColumnLine {
+    pub(crate) text: String,
 }
 
 impl ColumnLine {
-    pub fn pad_to(&mut self, column: usize) {
+    /// Pads the line with spaces up to `column` (at least one space).
+    pub(crate) fn pad_to(&mut self, column: usize) {
         let width = self.text.chars().count();
         let spaces = column.saturating_sub(width).max(1);
         self.text.extend(std::iter::repeat_n(' ', spaces));
@@ -285,4 +291,93 @@ pub fn dump_symbol_list(out: &mut dyn Write, profile: &Profile) -> io::Result<()
         writeln!(out)?;
     }
     Ok(())
+}
+/// `SampleProfileReaderExtBinaryBase::dumpSectionInfo`.
+pub fn section_info(out: &mut Vec<u8>, data: &[u8]) -> Result<(), formats::sampleprof::Error> {
+    use formats::sampleprof::binary::{flag, read_section_table, sec};
+    let table = read_section_table(data)?;
+    let mut total = 0u64;
+    for e in &table {
+        let name = match e.kind {
+            sec::SUMMARY => "ProfileSummarySection",
+            sec::NAME_TABLE => "NameTableSection",
+            sec::SYMBOL_LIST => "ProfileSymbolListSection",
+            sec::FUNC_OFFSET => "FuncOffsetTableSection",
+            sec::FUNC_METADATA => "FunctionMetadata",
+            sec::CS_NAME_TABLE => "CSNameTableSection",
+            sec::LBR_PROFILE => "LBRProfileSection",
+            _ => "UnknownSection",
+        };
+        let has = |f: u64| e.flags & f == f;
+        let mut flags: Vec<&str> = Vec::new();
+        if has(flag::COMPRESS) {
+            flags.push("compressed");
+        }
+        if has(flag::FLAT) {
+            flags.push("flat");
+        }
+        match e.kind {
+            sec::NAME_TABLE => {
+                if has(flag::FIXED_LENGTH_MD5) {
+                    flags.push("fixlenmd5");
+                } else if has(flag::MD5_NAME) {
+                    flags.push("md5");
+                }
+                if has(flag::UNIQ_SUFFIX) {
+                    flags.push("uniq");
+                }
+            }
+            sec::SUMMARY => {
+                for (f, n) in [
+                    (flag::PARTIAL, "partial"),
+                    (flag::FULL_CONTEXT, "context"),
+                    (flag::PRE_INLINED, "preInlined"),
+                    (flag::FS_DISCRIMINATOR, "fs-discriminator"),
+                ] {
+                    if has(f) {
+                        flags.push(n);
+                    }
+                }
+            }
+            sec::FUNC_OFFSET if has(flag::ORDERED) => flags.push("ordered"),
+            sec::FUNC_METADATA => {
+                if has(flag::PROBE_BASED) {
+                    flags.push("probe");
+                }
+                if has(flag::HAS_ATTRIBUTE) {
+                    flags.push("attr");
+                }
+            }
+            _ => {}
+        }
+        writeln!(
+            out,
+            "{name} - Offset: {}, Size: {}, Flags: {{{}}}",
+            e.offset,
+            e.size,
+            flags.join(",")
+        )?;
+        total = total.wrapping_add(e.size);
+    }
+    let header = table.first().map_or(0, |e| e.offset);
+    writeln!(out, "Header Size: {header}")?;
+    writeln!(out, "Total Sections Size: {total}")?;
+    writeln!(out, "File Size: {}", data.len())?;
+    Ok(())
+}
+
+/// `SampleProfileReader::getSamplesFor(name)`: the plain context of that name (or of its
+/// MD5 when the profile has hashed names).
+pub fn samples_for<'p>(
+    profile: &'p Profile,
+    name: &str,
+) -> Option<(&'p Context, &'p formats::sampleprof::FunctionSamples)> {
+    let by_name = Context::Plain(FunctionId::name(name.as_bytes()));
+    let by_hash = Context::Plain(FunctionId::Hash(formats::sampleprof::model::md5_guid(
+        name.as_bytes(),
+    )));
+    profile
+        .functions
+        .get_key_value(&by_name)
+        .or_else(|| profile.functions.get_key_value(&by_hash))
 }

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::error::Cause;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Location {
     Byte(u64),
@@ -19,6 +21,7 @@ impl fmt::Display for Location {
 }
 
 /// The error classes of LLVM's `instrprof_error`, with our detail.
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Not indexed, raw or text.
@@ -41,8 +44,9 @@ pub enum ErrorKind {
     TooLarge,
     /// Anything else LLVM calls `malformed`, with its explanation.
     Malformed(String),
-    /// The zlib stream of a names section does not decompress.
-    UncompressFailed,
+    /// The zlib stream of a names section does not decompress (with the inflater's error, or
+    /// none when the stream is longer than announced).
+    UncompressFailed(Option<Cause>),
     /// A raw counter above 2^56: LLVM's "excessively large counter value" (a warning that
     /// llvm-profdata counts as an input error).
     CounterValueTooLarge {
@@ -62,13 +66,13 @@ pub struct Error {
 }
 
 impl Error {
-    pub fn at_byte(offset: usize, kind: ErrorKind) -> Error {
+    pub(crate) fn at_byte(offset: usize, kind: ErrorKind) -> Error {
         Error {
             at: Location::Byte(offset as u64),
             kind,
         }
     }
-    pub fn at_line(line: usize, kind: ErrorKind) -> Error {
+    pub(crate) fn at_line(line: usize, kind: ErrorKind) -> Error {
         Error {
             at: Location::Line(line as u64),
             kind,
@@ -97,7 +101,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Truncated(what) => write!(f, "truncated profile data: {what}"),
             ErrorKind::TooLarge => write!(f, "too much profile data: a value profile block runs past the end of the file"),
             ErrorKind::Malformed(why) => write!(f, "malformed instrumentation profile data: {why}"),
-            ErrorKind::UncompressFailed => write!(f, "failed to uncompress data (zlib)"),
+            ErrorKind::UncompressFailed(_) => write!(f, "failed to uncompress data (zlib)"),
             ErrorKind::UnsupportedFeature(why) => write!(f, "unsupported profile data: {why}"),
             ErrorKind::UnexpectedCorrelationInfo => {
                 write!(f, "debug info/binary for correlation is not necessary")
@@ -116,6 +120,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::UncompressFailed(Some(c)) => Some(c.error()),
+            _ => None,
+        }
+    }
+}
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -41,13 +41,13 @@ impl ProfileKind {
     }
 
     /// The kind a raw reader reports: no front-end bit even for clang front-end profiles.
-    pub fn from_raw_version(version: u64) -> ProfileKind {
+    pub(crate) fn from_raw_version(version: u64) -> ProfileKind {
         Self::from_common_flags(version)
     }
 
     /// The kind an indexed reader reports (`getProfileKindFromVersion`): like raw, no
     /// front-end bit either, so only a text `:fe` header ever conflicts with IR profiles.
-    pub fn from_indexed_version(version: u64) -> ProfileKind {
+    pub(crate) fn from_indexed_version(version: u64) -> ProfileKind {
         let mut kind = Self::from_common_flags(version);
         if version & variant::MEMPROF != 0 {
             kind.insert(Self::MEMPROF);
@@ -74,7 +74,7 @@ impl ProfileKind {
     }
 
     /// The variant bits `InstrProfWriter` puts into an indexed header.
-    pub fn indexed_variant_bits(self) -> u64 {
+    pub(crate) fn indexed_variant_bits(self) -> u64 {
         let pairs = [
             (Self::IR, variant::IR_PROF),
             (Self::CONTEXT_SENSITIVE, variant::CSIR_PROF),

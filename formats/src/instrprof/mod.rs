@@ -19,12 +19,7 @@ pub use error::{Error, ErrorKind, Location};
 pub use kind::ProfileKind;
 pub use record::{Record, ValueData, ValueSite, NUM_VALUE_KINDS};
 
-/// Low 64 bits of MD5(name), read little-endian: LLVM's `NameRef` and indexed key hash.
-pub fn md5_hash(name: &[u8]) -> u64 {
-    use md5::{Digest, Md5};
-    let digest = Md5::digest(name);
-    u64::from_le_bytes(digest[..8].try_into().expect("MD5 digest has 16 bytes"))
-}
+pub use crate::md5_guid;
 
 /// The three encodings, told apart the way `InstrProfReader::create` does: indexed, then raw
 /// (64- then 32-bit, either byte order), then text.

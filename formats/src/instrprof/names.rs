@@ -5,11 +5,11 @@
 use std::io::Read;
 
 use super::error::{Error, ErrorKind, Result};
-use super::md5_hash;
+use super::md5_guid;
 use crate::bytes::{write_uleb128, Endian, Reader};
 
 /// The separator between names inside a chunk.
-pub const NAME_SEPARATOR: u8 = 0x01;
+pub(crate) const NAME_SEPARATOR: u8 = 0x01;
 
 /// Decoded names: one buffer and the span of each name, in section order.
 #[derive(Clone, Debug, Default)]
@@ -46,7 +46,7 @@ impl NameList {
 
 /// Decodes a whole names section that starts at file offset `base`. An empty name is an error,
 /// as in LLVM ("symbol name is empty").
-pub fn decode_names(section: &[u8], base: usize) -> Result<NameList> {
+pub(crate) fn decode_names(section: &[u8], base: usize) -> Result<NameList> {
     let mut list = NameList::default();
     let mut r = Reader::at(section, Endian::Little, base as u64);
     let length = |r: &mut Reader<'_>| {
@@ -99,9 +99,9 @@ fn inflate_into(
     let before = out.len();
     decoder
         .read_to_end(out)
-        .map_err(|_| ErrorKind::UncompressFailed)?;
+        .map_err(|e| ErrorKind::UncompressFailed(Some(e.into())))?;
     if (out.len() - before) as u64 > uncompressed_len {
-        return Err(ErrorKind::UncompressFailed);
+        return Err(ErrorKind::UncompressFailed(None));
     }
     Ok(())
 }
@@ -119,17 +119,9 @@ fn split_names(list: &mut NameList, chunk_start: usize, offset: usize) -> Result
     Ok(())
 }
 
-/// Encodes names as one uncompressed chunk (what clang writes without zlib).
-pub fn encode_names_plain(names: &[&[u8]], out: &mut Vec<u8>) {
-    let joined = names.join(&NAME_SEPARATOR);
-    write_uleb128(out, joined.len() as u64);
-    write_uleb128(out, 0);
-    out.extend_from_slice(&joined);
-}
-
 /// Encodes names as one zlib-compressed chunk, level 9 (what LLVM writes when zlib is
 /// available; the system zlib gives the same bytes).
-pub fn encode_names_zlib(names: &[&[u8]], out: &mut Vec<u8>) {
+pub(crate) fn encode_names_zlib(names: &[&[u8]], out: &mut Vec<u8>) {
     use std::io::Write;
     let joined = names.join(&NAME_SEPARATOR);
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
@@ -154,7 +146,7 @@ impl Symtab {
     pub fn from_names<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Symtab {
         let mut entries: Vec<(u64, Box<[u8]>)> = names
             .into_iter()
-            .map(|n| (md5_hash(n), Box::from(n)))
+            .map(|n| (md5_guid(n), Box::from(n)))
             .collect();
         entries.sort_by_key(|e| e.0);
         entries.dedup_by_key(|e| e.0);

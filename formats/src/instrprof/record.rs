@@ -33,7 +33,7 @@ pub struct Record {
 
 impl Record {
     /// Kinds with at least one site (`getNumValueKinds`).
-    pub fn num_value_kinds(&self) -> usize {
+    pub(crate) fn num_value_kinds(&self) -> usize {
         self.values.iter().filter(|s| !s.is_empty()).count()
     }
 

@@ -3,13 +3,6 @@
 
 use std::collections::BTreeMap;
 
-/// `ProfileSummaryBuilder::DefaultCutoffs`, scaled by 1e6.
-pub const DEFAULT_CUTOFFS: [u64; 16] = [
-    10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000, 800000, 900000, 950000, 990000,
-    999000, 999900, 999990, 999999,
-];
-const SCALE: u128 = 1_000_000;
-
 /// `{Cutoff, MinBlockCount, NumBlocks}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SummaryEntry {
@@ -70,25 +63,15 @@ impl SummaryBuilder {
     }
 
     pub fn finish(&self) -> Summary {
-        let mut entries = Vec::with_capacity(DEFAULT_CUTOFFS.len());
-        let mut iter = self.frequencies.iter().rev().peekable();
-        let (mut seen, mut sum, mut count) = (0u32, 0u64, 0u64);
-        for cutoff in DEFAULT_CUTOFFS {
-            let desired = (u128::from(self.total_count) * u128::from(cutoff) / SCALE) as u64;
-            while sum < desired {
-                let Some((&c, &freq)) = iter.next() else {
-                    break;
-                };
-                count = c;
-                sum = sum.wrapping_add(c.wrapping_mul(u64::from(freq)));
-                seen = seen.wrapping_add(freq);
-            }
-            entries.push(SummaryEntry {
-                cutoff,
-                min_count: count,
-                num_counts: u64::from(seen),
-            });
-        }
+        let by_count = self.frequencies.iter().rev().map(|(&c, &f)| (c, f));
+        let entries = crate::summary::detailed(self.total_count, by_count)
+            .into_iter()
+            .map(|e| SummaryEntry {
+                cutoff: e.cutoff.into(),
+                min_count: e.min_count,
+                num_counts: e.num_counts,
+            })
+            .collect();
         Summary {
             total_num_functions: u64::from(self.num_functions),
             total_num_blocks: u64::from(self.num_counts),
@@ -102,12 +85,13 @@ impl SummaryBuilder {
 }
 
 impl Summary {
-    /// Bytes of the indexed encoding: 2 + 6 fields + 3 per entry, all u64.
-    pub fn encoded_size(num_entries: usize) -> usize {
-        8 * (2 + 6 + 3 * num_entries)
+    /// Bytes of the indexed encoding of a summary with the default cutoffs: 2 + 6 fields + 3
+    /// per entry, all u64.
+    pub(crate) fn encoded_size() -> usize {
+        8 * (2 + 6 + 3 * crate::summary::DEFAULT_CUTOFFS.len())
     }
 
-    pub fn write_le(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_le(&self, out: &mut Vec<u8>) {
         let fields = [
             6,
             self.entries.len() as u64,

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use super::error::{Error, ErrorKind, Result};
 use super::kind::ProfileKind;
-use super::md5_hash;
+use super::md5_guid;
 use super::names::Symtab;
 use super::record::{
     Record, ValueData, IPVK_INDIRECT_CALL_TARGET, IPVK_VTABLE_TARGET, NUM_VALUE_KINDS,
@@ -14,7 +14,7 @@ use super::{TemporalTrace, TemporalTraces};
 const EXTERNAL_SYMBOL: &[u8] = b"** External Symbol **";
 
 /// Text is recognised when its first (up to) 8 bytes are printable ASCII or whitespace.
-pub fn has_format(data: &[u8]) -> bool {
+pub(crate) fn has_format(data: &[u8]) -> bool {
     data.iter()
         .take(8)
         .all(|&c| (0x20..=0x7e).contains(&c) || matches!(c, b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
@@ -242,7 +242,7 @@ impl<'a> TextReader<'a> {
             let names = line
                 .split(|&c| c == b',')
                 .filter(|n| !n.is_empty())
-                .map(|n| md5_hash(trim(n)))
+                .map(|n| md5_guid(trim(n)))
                 .collect();
             self.temporal.traces.push(TemporalTrace { weight, names });
         }
@@ -359,7 +359,7 @@ impl<'a> TextReader<'a> {
                             if kind == IPVK_VTABLE_TARGET {
                                 self.vtable_names.push(value.to_vec());
                             }
-                            md5_hash(value)
+                            md5_guid(value)
                         }
                     } else {
                         parse_unsigned(value, 10)

@@ -26,7 +26,7 @@ fn record_header_size(num_sites: usize) -> usize {
 
 /// Parses the block at `off` (`ValueProfData::getValueProfData` + `checkIntegrity`). `max_kind`
 /// is the last value kind the file's version knows (IPVK_Last).
-pub fn parse_block(bytes: Bytes<'_>, off: usize, max_kind: usize) -> Result<ValueProfBlock> {
+pub(crate) fn parse_block(bytes: Bytes<'_>, off: usize, max_kind: usize) -> Result<ValueProfBlock> {
     if off.checked_add(8).is_none_or(|end| end > bytes.len()) {
         return Err(Error::at_byte(
             off,
@@ -91,7 +91,7 @@ pub fn parse_block(bytes: Bytes<'_>, off: usize, max_kind: usize) -> Result<Valu
 }
 
 /// Bytes `serialize` writes for a record: 8, plus each kind with sites.
-pub fn serialized_size(record: &Record) -> usize {
+pub(crate) fn serialized_size(record: &Record) -> usize {
     8 + record
         .values
         .iter()
@@ -104,7 +104,7 @@ pub fn serialized_size(record: &Record) -> usize {
 
 /// Writes a record's block little-endian, as `ValueProfData::serializeFrom` does (kinds in
 /// increasing order, every kind with sites even when all are empty; padding zeroed).
-pub fn serialize_le(record: &Record, out: &mut Vec<u8>) {
+pub(crate) fn serialize_le(record: &Record, out: &mut Vec<u8>) {
     let total = serialized_size(record);
     out.extend_from_slice(&(total as u32).to_le_bytes());
     out.extend_from_slice(&(record.num_value_kinds() as u32).to_le_bytes());

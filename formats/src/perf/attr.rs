@@ -82,10 +82,15 @@ impl EventAttr {
                 return Err(Error::at(offset + 4, ErrorKind::BadAttrStructSize(s)))
             }
             Some(s) => s,
-            None => return Err(truncated(offset, "perf_event_attr", 8, b.len())),
+            None => return Err(Error::truncated(offset, "perf_event_attr", 8, b.len())),
         };
         if b.len() < size as usize {
-            return Err(truncated(offset, "perf_event_attr", size as usize, b.len()));
+            return Err(Error::truncated(
+                offset,
+                "perf_event_attr",
+                size as usize,
+                b.len(),
+            ));
         }
         let field = |off: usize| {
             if off + 8 <= size as usize {
@@ -130,15 +135,4 @@ fn flags_word(b: Bytes<'_>, size: u32) -> u64 {
             u64::from_le_bytes(raw.map(u8::reverse_bits))
         }
     }
-}
-
-fn truncated(offset: u64, what: &'static str, needed: usize, available: usize) -> Error {
-    Error::at(
-        offset,
-        ErrorKind::Truncated {
-            what,
-            needed: needed as u64,
-            available: available as u64,
-        },
-    )
 }

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::error::Cause;
+
 /// Where in the input an error happened: a plain file offset, or an offset inside the
 /// decompressed stream of the COMPRESSED record that starts at `record`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +28,7 @@ impl fmt::Display for Offset {
     }
 }
 
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The first 8 bytes are not "PERFILE2" in either byte order.
@@ -65,13 +68,13 @@ pub enum ErrorKind {
     /// A record's body is shorter than its fixed layout.
     RecordBodyTooShort { record_type: u32, size: usize },
     /// The zstd stream of COMPRESSED records could not be decoded.
-    Zstd(String),
+    Zstd(Cause),
     /// COMPRESSED2's declared payload does not fit its record.
     BadCompressed2 { data_size: u64, record_size: u16 },
     /// The stream ended in the middle of a record.
     PartialRecord { have: u64, need: u64 },
     /// Reading the input failed.
-    Io(String),
+    Io(Cause),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,6 +89,23 @@ impl Error {
             offset: Offset::File(offset),
             kind,
         }
+    }
+
+    /// `what`, at `offset`, needs `needed` bytes of which only `available` are there.
+    pub(crate) fn truncated(
+        offset: u64,
+        what: &'static str,
+        needed: usize,
+        available: usize,
+    ) -> Self {
+        Error::at(
+            offset,
+            ErrorKind::Truncated {
+                what,
+                needed: needed as u64,
+                available: available as u64,
+            },
+        )
     }
 }
 
@@ -145,6 +165,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Zstd(c) | ErrorKind::Io(c) => Some(c.error()),
+            _ => None,
+        }
+    }
+}
 
 pub type Result<T> = std::result::Result<T, Error>;

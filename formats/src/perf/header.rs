@@ -34,7 +34,7 @@ pub fn detect(data: &[u8]) -> Result<(Endian, Mode)> {
     let b = Bytes::new(data, Endian::Little);
     let magic = b
         .u64(0)
-        .ok_or_else(|| truncated(0, "file header", 16, data.len()))?;
+        .ok_or_else(|| Error::truncated(0, "file header", 16, data.len()))?;
     let endian = if magic == MAGIC {
         Endian::Little
     } else if magic.swap_bytes() == MAGIC {
@@ -45,7 +45,7 @@ pub fn detect(data: &[u8]) -> Result<(Endian, Mode)> {
     let b = Bytes::new(data, endian);
     let size = b
         .u64(8)
-        .ok_or_else(|| truncated(8, "file header", 16, data.len()))?;
+        .ok_or_else(|| Error::truncated(8, "file header", 16, data.len()))?;
     match size {
         PIPE_HEADER_SIZE => Ok((endian, Mode::Pipe)),
         FILE_HEADER_SIZE | LEGACY_HEADER_SIZE => Ok((endian, Mode::File)),
@@ -102,7 +102,7 @@ impl FileHeader {
         let header_size = b.u64(8).unwrap_or(0);
         let need = |off: usize| {
             b.u64(off)
-                .ok_or_else(|| truncated(0, "file header", header_size as usize, data.len()))
+                .ok_or_else(|| Error::truncated(0, "file header", header_size as usize, data.len()))
         };
         let attr_size = need(16)?;
         let (attrs_off, attrs_size) = (need(24)?, need(32)?);
@@ -157,7 +157,7 @@ fn parse_attrs(b: Bytes<'_>, off: u64, size: u64, attr_size: u64) -> Result<Vec<
         let entry_off = off + i * attr_size;
         let entry = b
             .sub(entry_off as usize, attr_size as usize)
-            .ok_or_else(|| truncated(entry_off, "attr entry", attr_size as usize, 0))?;
+            .ok_or_else(|| Error::truncated(entry_off, "attr entry", attr_size as usize, 0))?;
         let attr = EventAttr::parse(entry, entry_off)?;
         // The ids section follows the attr as this file wrote it (attr_size − 16 bytes).
         let ids_pos = attr_size as usize - 16;
@@ -311,15 +311,4 @@ pub fn build_id_entry(rec: Bytes<'_>, misc_bits: u16) -> BuildIdEntry {
         build_id,
         filename: rec.c_str(36).unwrap_or(&[]).to_vec(),
     }
-}
-
-fn truncated(offset: u64, what: &'static str, needed: usize, available: usize) -> Error {
-    Error::at(
-        offset,
-        ErrorKind::Truncated {
-            what,
-            needed: needed as u64,
-            available: available as u64,
-        },
-    )
 }

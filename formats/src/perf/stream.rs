@@ -3,6 +3,7 @@
 use super::error::{Error, ErrorKind, Offset};
 use super::record::{hidden_payload, kind, RecordHeader, HEADER_SIZE};
 use crate::bytes::Bytes;
+use crate::error::Cause;
 
 /// One record inside a buffer: its header, body (without header), and where it started.
 #[derive(Clone, Copy, Debug)]
@@ -142,7 +143,7 @@ pub struct ZstdStream {
 impl ZstdStream {
     pub fn new() -> Result<Self, Error> {
         let decoder = zstd::stream::raw::Decoder::new()
-            .map_err(|e| Error::at(0, ErrorKind::Zstd(e.to_string())))?;
+            .map_err(|e| Error::at(0, ErrorKind::Zstd(Cause::new(e))))?;
         Ok(ZstdStream { decoder })
     }
 
@@ -171,7 +172,7 @@ impl ZstdStream {
                     record,
                     decompressed: written as u64,
                 },
-                kind: ErrorKind::Zstd(e.to_string()),
+                kind: ErrorKind::Zstd(Cause::new(e)),
             })?;
             // Done once all input is consumed and the output was not filled to the brim
             // (a full buffer may hide more pending output).

@@ -17,7 +17,7 @@ use super::model::{Context, ContextFrame, FunctionId, FunctionSamples, LineLocat
 use super::summary::{self, Summary};
 use crate::bytes::{write_uleb128, Endian, Reader};
 
-pub const VERSION: u64 = 103;
+pub(crate) const VERSION: u64 = 103;
 
 /// ExtBinary section types.
 pub mod sec {
@@ -327,11 +327,13 @@ fn inflate(section: &[u8], origin: u64) -> Result<Vec<u8>> {
         .map_err(|e| Error::Zlib {
             offset: origin,
             message: e.to_string(),
+            source: Some(e.into()),
         })?;
     if out.len() as u64 != size {
         return Err(Error::Zlib {
             offset: origin,
             message: format!("inflated {} bytes, header says {size}", out.len()),
+            source: None,
         });
     }
     Ok(out)
@@ -633,13 +635,24 @@ impl Encoder {
                 write_uleb128(out, c);
             }
         }
+        self.callsites(out, fs, Self::samples);
+    }
+
+    /// The callee count, then each callee's location and name followed by what `callee`
+    /// writes of it.
+    fn callsites(
+        &self,
+        out: &mut Vec<u8>,
+        fs: &FunctionSamples,
+        mut callee: impl FnMut(&Self, &mut Vec<u8>, &FunctionSamples),
+    ) {
         write_uleb128(out, fs.callsite_count() as u64);
         for (loc, callees) in &fs.callsites {
-            for (name, callee) in callees {
+            for (name, fs) in callees {
                 write_uleb128(out, loc.line.into());
                 write_uleb128(out, loc.disc.into());
                 self.name(out, name);
-                self.samples(out, callee);
+                callee(self, out, fs);
             }
         }
     }
@@ -678,29 +691,14 @@ impl Encoder {
             write_uleb128(out, fs.attributes.into());
         }
         if !kind.cs {
-            write_uleb128(out, fs.callsite_count() as u64);
-            for (loc, callees) in &fs.callsites {
-                for (name, callee) in callees {
-                    write_uleb128(out, loc.line.into());
-                    write_uleb128(out, loc.disc.into());
-                    self.name(out, name);
-                    self.metadata(out, callee, kind);
-                }
-            }
+            self.callsites(out, fs, |w, out, callee| w.metadata(out, callee, kind));
         }
     }
 }
 
 /// The summary section's payload.
 pub fn write_summary(out: &mut Vec<u8>, s: &Summary) {
-    for v in [
-        s.total_count,
-        s.max_count,
-        s.max_function_count,
-        s.num_counts,
-        s.num_functions,
-        s.entries.len() as u64,
-    ] {
+    for v in s.scalars().into_iter().chain([s.entries.len() as u64]) {
         write_uleb128(out, v);
     }
     for e in &s.entries {

@@ -5,7 +5,9 @@
 use std::fmt;
 
 use crate::bytes::{ReadError, ReadErrorKind};
+use crate::error::Cause;
 
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// No reader recognises the input (LLVM: "Unrecognized sample profile encoding format").
@@ -32,12 +34,16 @@ pub enum Error {
     Invalid(String),
     /// A binary profile of a version this reader does not know.
     UnsupportedVersion { offset: u64, version: u64 },
-    /// A zlib-compressed section failed to inflate.
-    Zlib { offset: u64, message: String },
+    /// A zlib-compressed section failed to inflate; `source` is the inflater's error.
+    Zlib {
+        offset: u64,
+        message: String,
+        source: Option<Cause>,
+    },
     /// The profile cannot be written in the requested format.
     UnsupportedForWriting(&'static str),
     /// Writing failed.
-    Io(String),
+    Io(Cause),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +85,9 @@ impl fmt::Display for Error {
             Error::UnsupportedVersion { offset, version } => {
                 write!(f, "byte offset {offset}: unsupported version {version}")
             }
-            Error::Zlib { offset, message } => {
+            Error::Zlib {
+                offset, message, ..
+            } => {
                 write!(
                     f,
                     "byte offset {offset}: zlib decompression failed: {message}"
@@ -91,7 +99,7 @@ impl fmt::Display for Error {
                     "Profile encoding format unsupported for writing operations: {why}"
                 )
             }
-            Error::Io(m) => f.write_str(m),
+            Error::Io(e) => write!(f, "{e}"),
         }
     }
 }
@@ -121,11 +129,21 @@ impl Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Zlib {
+                source: Some(c), ..
+            }
+            | Error::Io(c) => Some(c.error()),
+            _ => None,
+        }
+    }
+}
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::Io(e.to_string())
+        Error::Io(Cause::new(e))
     }
 }
 

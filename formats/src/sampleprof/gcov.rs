@@ -410,13 +410,7 @@ pub fn write(profile: &Profile, version: Version, out: &mut impl std::io::Write)
     if version == Version::V3 {
         let s = summary::compute(profile);
         put_u32(&mut w.out, TAG_SUMMARY);
-        for v in [
-            s.total_count,
-            s.max_count,
-            s.max_function_count,
-            s.num_counts,
-            s.num_functions,
-        ] {
+        for v in s.scalars() {
             put_u64(&mut w.out, v);
         }
         put_u64(&mut w.out, s.entries.len() as u64);

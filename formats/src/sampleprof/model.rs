@@ -61,12 +61,7 @@ impl fmt::Display for FunctionId {
     }
 }
 
-/// LLVM's `MD5Hash(StringRef)`: the first 8 digest bytes read little-endian.
-pub fn md5_guid(name: &[u8]) -> u64 {
-    use md5::{Digest, Md5};
-    let digest = Md5::digest(name);
-    u64::from_le_bytes(digest[..8].try_into().expect("MD5 digests are 16 bytes"))
-}
+pub use crate::md5_guid;
 
 /// A source location relative to the function start: line offset and discriminator
 /// (for pseudo-probe profiles: probe id and probe discriminator). Ordered by (line, disc).
@@ -277,7 +272,7 @@ impl FunctionSamples {
     }
 
     /// Every call-target and inlined-callee name below this profile (not its own name).
-    pub fn visit_names<'a>(&'a self, f: &mut impl FnMut(&'a FunctionId)) {
+    pub(crate) fn visit_names<'a>(&'a self, f: &mut impl FnMut(&'a FunctionId)) {
         for rec in self.body.values() {
             for t in rec.targets.keys() {
                 f(t);
@@ -292,6 +287,7 @@ impl FunctionSamples {
     }
 }
 
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MergeError {
     /// Two pseudo-probe profiles of one function carry different CFG checksums.

@@ -5,12 +5,6 @@ use std::collections::BTreeMap;
 
 use super::model::{attr, Context, FunctionSamples, Profile};
 
-/// `ProfileSummaryBuilder::DefaultCutoffs`, in millionths.
-pub const DEFAULT_CUTOFFS: [u32; 16] = [
-    10000, 100000, 200000, 300000, 400000, 500000, 600000, 700000, 800000, 900000, 950000, 990000,
-    999000, 999900, 999990, 999999,
-];
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SummaryEntry {
     pub cutoff: u32,
@@ -26,6 +20,19 @@ pub struct Summary {
     pub num_counts: u64,
     pub num_functions: u64,
     pub entries: Vec<SummaryEntry>,
+}
+
+impl Summary {
+    /// The scalar fields in the order every encoding stores them.
+    pub(crate) fn scalars(&self) -> [u64; 5] {
+        [
+            self.total_count,
+            self.max_count,
+            self.max_function_count,
+            self.num_counts,
+            self.num_functions,
+        ]
+    }
 }
 
 #[derive(Default)]
@@ -79,26 +86,17 @@ pub fn from_counts(mut counts: Vec<u64>, max_function_count: u64, num_functions:
     }
     counts.sort_unstable_by(|a, b| b.cmp(a));
     // (count, frequency) from the largest count down. LLVM's frequency is a u32.
-    let mut iter = counts
+    let by_count = counts
         .chunk_by(|a, b| a == b)
         .map(|run| (run[0], run.len() as u32));
-    let (mut seen, mut sum, mut count) = (0u32, 0u64, 0u64);
-    for &cutoff in &DEFAULT_CUTOFFS {
-        let desired = (s.total_count as u128 * cutoff as u128 / 1_000_000) as u64;
-        while sum < desired {
-            let Some((c, freq)) = iter.next() else {
-                break;
-            };
-            count = c;
-            sum = sum.wrapping_add(c.wrapping_mul(freq as u64));
-            seen = seen.wrapping_add(freq);
-        }
-        s.entries.push(SummaryEntry {
-            cutoff,
-            min_count: count,
-            num_counts: seen as u64,
-        });
-    }
+    s.entries = crate::summary::detailed(s.total_count, by_count)
+        .into_iter()
+        .map(|e| SummaryEntry {
+            cutoff: e.cutoff,
+            min_count: e.min_count,
+            num_counts: e.num_counts,
+        })
+        .collect();
     s
 }
 
@@ -120,7 +118,7 @@ pub fn compute(profile: &Profile) -> Summary {
 
 /// LLVM `ProfileConverter::flattenProfile(..., ProfileIsCS=true)`: all contexts of a function
 /// merged into one context-less profile.
-pub fn flatten_contexts(profile: &Profile) -> BTreeMap<Context, FunctionSamples> {
+pub(crate) fn flatten_contexts(profile: &Profile) -> BTreeMap<Context, FunctionSamples> {
     let mut out: BTreeMap<Context, FunctionSamples> = BTreeMap::new();
     for (ctx, fs) in &profile.functions {
         let key = Context::Plain(ctx.function().clone());

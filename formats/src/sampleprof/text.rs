@@ -228,7 +228,7 @@ fn lines(data: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
 
 /// Whether `data` looks like a text profile (LLVM `hasFormat`): the first line that is
 /// neither empty nor a column-0 comment parses as a function header.
-pub fn is_text(data: &[u8]) -> bool {
+pub(crate) fn is_text(data: &[u8]) -> bool {
     lines(data)
         .next()
         .is_some_and(|(_, l)| parse_head(l).is_some())

@@ -14,6 +14,7 @@ pub struct FdataError {
     pub kind: FdataErrorKind,
 }
 
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FdataErrorKind {
     /// A line does not start with a location tag of the expected family.

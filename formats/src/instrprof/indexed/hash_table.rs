@@ -4,7 +4,7 @@
 
 /// Bucket layout: each bucket lists item indices with the chain head *last*, so that a prepend
 /// is a push.
-pub struct ChainedHashTable {
+pub(crate) struct ChainedHashTable {
     buckets: Vec<Vec<u32>>,
     hashes: Vec<u64>,
     num_entries: usize,

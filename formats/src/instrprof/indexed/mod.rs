@@ -18,7 +18,7 @@ pub const MAGIC: u64 = 0x8169_666f_7270_6cff;
 /// The newest indexed version (LLVM 19).
 pub const CURRENT_VERSION: u64 = 12;
 
-pub fn has_format(data: &[u8]) -> bool {
+pub(crate) fn has_format(data: &[u8]) -> bool {
     data.get(..8)
         .is_some_and(|m| u64::from_le_bytes(m.try_into().unwrap_or_default()) == MAGIC)
 }

@@ -2,10 +2,10 @@
 //! (version 12, or 11 as `--write-prev-version`).
 
 use super::super::kind::ProfileKind;
-use super::super::md5_hash;
+use super::super::md5_guid;
 use super::super::names::encode_names_zlib;
 use super::super::record::Record;
-use super::super::summary::{Summary, SummaryBuilder, DEFAULT_CUTOFFS};
+use super::super::summary::{Summary, SummaryBuilder};
 use super::super::value_prof::{serialize_le, serialized_size};
 use super::super::TemporalTraces;
 use super::hash_table::ChainedHashTable;
@@ -29,9 +29,6 @@ pub struct IndexedProfile<'r> {
     /// Vtable names kept by `--keep-vtable-symbols`, distinct, in insertion order.
     pub vtable_names: Vec<&'r [u8]>,
 }
-
-/// Indexed versions this writer produces.
-pub const WRITE_VERSIONS: [u64; 2] = [11, 12];
 
 fn put(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -79,12 +76,12 @@ pub fn write_indexed(profile: &IndexedProfile<'_>, version: u64) -> Vec<u8> {
         put(&mut out, 0);
     }
     let summary_at = out.len();
-    let summary_size = Summary::encoded_size(DEFAULT_CUTOFFS.len());
+    let summary_size = Summary::encoded_size();
     out.resize(out.len() + summary_size * if cs { 2 } else { 1 }, 0);
 
     let (mut summary, mut cs_summary) = (SummaryBuilder::default(), SummaryBuilder::default());
     let mut table = ChainedHashTable::new();
-    let hashes: Vec<u64> = profile.entries.iter().map(|e| md5_hash(e.name)).collect();
+    let hashes: Vec<u64> = profile.entries.iter().map(|e| md5_guid(e.name)).collect();
     for &h in &hashes {
         table.insert(h);
     }

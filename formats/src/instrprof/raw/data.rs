@@ -162,7 +162,7 @@ pub struct VTableData {
     pub size: u32,
 }
 
-pub fn vtable_record_size(ptr64: bool) -> usize {
+pub(crate) fn vtable_record_size(ptr64: bool) -> usize {
     if ptr64 {
         24
     } else {
@@ -170,7 +170,7 @@ pub fn vtable_record_size(ptr64: bool) -> usize {
     }
 }
 
-pub fn read_vtable(bytes: &Bytes<'_>, off: usize, ptr64: bool) -> VTableData {
+pub(crate) fn read_vtable(bytes: &Bytes<'_>, off: usize, ptr64: bool) -> VTableData {
     let (pointer, size_off) = if ptr64 {
         (bytes.u64(off + 8).unwrap_or(0), 16)
     } else {

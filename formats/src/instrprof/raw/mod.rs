@@ -35,7 +35,7 @@ use super::kind::{variant, ProfileKind};
 use super::names::{decode_names, NameList};
 use super::record::{Record, IPVK_INDIRECT_CALL_TARGET, IPVK_VTABLE_TARGET};
 use super::value_prof::parse_block;
-use super::{md5_hash, TemporalTrace, TemporalTraces};
+use super::{md5_guid, TemporalTrace, TemporalTraces};
 pub use correlate::{BinarySections, Correlation};
 use data::{read_vtable, vtable_record_size, DataLayout, ProfileData};
 pub use header::{RawHeader, LLVM19_VERSION, SUPPORTED_VERSIONS};
@@ -44,7 +44,7 @@ pub const MAGIC_64: u64 = 0xff6c_7072_6f66_7281;
 pub const MAGIC_32: u64 = 0xff6c_7072_6f66_5281;
 
 /// Counters above this make LLVM warn "excessively large counter value".
-pub const MAX_COUNTER_VALUE: u64 = 1 << 56;
+pub(crate) const MAX_COUNTER_VALUE: u64 = 1 << 56;
 
 /// (pointer size is 64 bits, byte order) from the first 8 bytes, if they are a raw magic.
 pub fn detect(data: &[u8]) -> Option<(bool, Endian)> {
@@ -62,7 +62,7 @@ pub fn detect(data: &[u8]) -> Option<(bool, Endian)> {
         })
 }
 
-pub fn has_format(data: &[u8]) -> bool {
+pub(crate) fn has_format(data: &[u8]) -> bool {
     detect(data).is_some()
 }
 
@@ -712,7 +712,7 @@ struct ProfileCursor {
 
 /// Receives each record read in place: the profile's name table, the record's name index in it
 /// and the (reused) record.
-pub type RecordSink<'s> = dyn FnMut(&Arc<NameTable>, Option<u32>, &mut Record) + 's;
+pub(crate) type RecordSink<'s> = dyn FnMut(&Arc<NameTable>, Option<u32>, &mut Record) + 's;
 
 /// (NameRef, name index) of each data record, in file order.
 type OrderHint = Arc<[(u64, u32)]>;
@@ -760,7 +760,7 @@ impl NameTable {
         list.append(decode_names(vnames, vat)?);
         let mut by_hash = HashMap::with_capacity_and_hasher(list.len(), Default::default());
         for (i, n) in list.iter().enumerate() {
-            by_hash.entry(md5_hash(n)).or_insert(i as u32);
+            by_hash.entry(md5_guid(n)).or_insert(i as u32);
         }
         Ok(NameTable {
             order_hint: Mutex::new(None),
@@ -799,7 +799,7 @@ impl NameTable {
     }
 
     /// The name, or the empty name LLVM reads for an unknown NameRef.
-    pub fn name_or_empty(&self, index: Option<u32>) -> &[u8] {
+    pub(crate) fn name_or_empty(&self, index: Option<u32>) -> &[u8] {
         index.map_or(&[], |i| self.name(i))
     }
 
@@ -835,7 +835,7 @@ impl NameTableCache {
         key.into_boxed_slice()
     }
 
-    pub fn get_or_build(
+    pub(crate) fn get_or_build(
         &self,
         names: &[u8],
         vnames: &[u8],

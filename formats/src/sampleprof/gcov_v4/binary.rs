@@ -628,14 +628,7 @@ pub fn write_binary(doc: &Document, compact: bool, out: &mut impl std::io::Write
     let mut sections: Vec<Vec<u8>> = Vec::new();
     sections.push(section(SECTION_SUMMARY, compact, |o| {
         let s = &doc.summary;
-        for v in [
-            s.total_count,
-            s.max_count,
-            s.max_function_count,
-            s.num_counts,
-            s.num_functions,
-            s.entries.len() as u64,
-        ] {
+        for v in s.scalars().into_iter().chain([s.entries.len() as u64]) {
             o.uint(v, 8);
         }
         for e in &s.entries {

@@ -9,7 +9,7 @@
 //!
 //! # Choices where the proposal is ambiguous
 //!
-//! Each of these is tested in `formats/tests/sampleprof_gcov_v4.rs`.
+//! Each of these is tested in `formats/tests/it/sampleprof_gcov_v4.rs`.
 //!
 //! * **Section indices** count the sections in *header* order: the summary is 0, the file names
 //!   section 1, section-table entry `k` is `k + 2`. Our writer also places the sections in the
@@ -88,11 +88,11 @@ use super::summary::{self, Summary};
 pub const MAGIC: u32 = 0x6763_6F76;
 pub const VERSION: u32 = 4;
 /// Largest line offset (`LOCATION_LINE_OFFSET` is 3 bytes).
-pub const MAX_LINE_OFFSET: u32 = 0xFF_FFFF;
+pub(crate) const MAX_LINE_OFFSET: u32 = 0xFF_FFFF;
 /// Largest discriminator (`LOCATION_DISCRIMINATOR` is 2 bytes).
-pub const MAX_DISCRIMINATOR: u32 = 0xFFFF;
+pub(crate) const MAX_DISCRIMINATOR: u32 = 0xFFFF;
 /// Deepest inlining a reader accepts (keeps recursion on the stack bounded).
-pub const MAX_NESTING: usize = 1000;
+pub(crate) const MAX_NESTING: usize = 1000;
 
 /// One of the three encodings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

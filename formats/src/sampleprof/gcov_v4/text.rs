@@ -275,13 +275,7 @@ impl<'a> Reader<'a> {
 
     /// `"name":FILE(ID:HEAD:TIMESTAMP) = { sections }`
     fn symbol(&mut self) -> Result<()> {
-        self.p.ws();
-        let at = self.p.pos;
-        let name = self.p.quoted()?;
-        self.p.expect(":")?;
-        let file = self.file_id()?;
-        self.p.expect("(")?;
-        let id = self.symbol_id()?;
+        let (at, name, file, id) = self.symbol_start()?;
         self.p.expect(":")?;
         let head = self.p.number(u64::MAX, "a head count")?;
         self.p.expect(":")?;
@@ -385,8 +379,9 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// `"name":FILE(ID)`
-    fn declaration(&mut self) -> Result<(u32, usize)> {
+    /// `"name":FILE(ID`, common to declarations and top-level instances: the offset where it
+    /// starts, name, file and ID.
+    fn symbol_start(&mut self) -> Result<(usize, &'a [u8], Option<u32>, u32)> {
         self.p.ws();
         let at = self.p.pos;
         let name = self.p.quoted()?;
@@ -394,6 +389,12 @@ impl<'a> Reader<'a> {
         let file = self.file_id()?;
         self.p.expect("(")?;
         let id = self.symbol_id()?;
+        Ok((at, name, file, id))
+    }
+
+    /// `"name":FILE(ID)`
+    fn declaration(&mut self) -> Result<(u32, usize)> {
+        let (at, name, file, id) = self.symbol_start()?;
         self.p.expect(")")?;
         self.declare(id, name, file, at)?;
         Ok((id, at))

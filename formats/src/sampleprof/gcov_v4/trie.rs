@@ -63,7 +63,7 @@ fn write_children(stack: &mut Vec<Step>, groups: Vec<(usize, usize)>, depth: usi
 }
 
 /// Serializes the strings (sorted, unique); string `i` gets terminal ID `i`.
-pub fn write_trie(strings: &[&[u8]], out: &mut Output) {
+pub(crate) fn write_trie(strings: &[&[u8]], out: &mut Output) {
     out.uint(strings.len() as u64, 4);
     if strings.is_empty() {
         out.byte(0);
@@ -122,7 +122,7 @@ pub fn write_trie(strings: &[&[u8]], out: &mut Output) {
 
 /// Reads a string table: the strings by terminal ID. `limit` bounds the total bytes of the
 /// decoded strings (a small trie can describe huge tables).
-pub fn read_trie(input: &mut Input<'_>, limit: usize) -> Result<Vec<Arc<[u8]>>> {
+pub(crate) fn read_trie(input: &mut Input<'_>, limit: usize) -> Result<Vec<Arc<[u8]>>> {
     let at = input.pos();
     let n = input.uint(4, "GCOV_NUM_STRINGS")? as usize;
     // Every string needs its own terminal node of at least two bytes.

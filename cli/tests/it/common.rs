@@ -1,0 +1,200 @@
+//! Helpers for tests that run the real `profmill` binary against reference tools (what needs
+//! `CARGO_BIN_EXE_profmill` or the corpus generator); the rest is in `testsupport`.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use testsupport::{assert_same_lines, have_tool, run_ok, sorted_lines, PERF2BOLT_19, PERF2BOLT_22};
+
+/// The `profmill` binary under test.
+pub fn profmill() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_profmill"))
+}
+
+/// Sorted fdata lines of `perf2bolt BINARY -p INPUT [--pa] EXTRA… -o OUT`.
+pub fn perf2bolt_fdata(
+    perf2bolt: &str,
+    binary: &Path,
+    input: &Path,
+    extra: &[&str],
+    out: &Path,
+) -> Vec<String> {
+    run_ok(
+        Command::new(perf2bolt)
+            .arg(binary)
+            .arg("-p")
+            .arg(input)
+            .arg("-o")
+            .arg(out)
+            .args(extra),
+    );
+    sorted_lines(&std::fs::read(out).unwrap())
+}
+
+/// Our `aggregate` output for one binary, in the given `--format`.
+pub fn profmill_preagg(capture: &Path, binary: &Path, format: &str, out: &Path) {
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(capture)
+            .arg("--binary")
+            .arg(binary)
+            .arg("-o")
+            .arg(out)
+            .args(["--format", format]),
+    );
+}
+
+/// perf2bolt on a capture, and perf2bolt --pa on our pre-aggregated output of the same
+/// capture: the sorted fdata must be identical.
+pub fn assert_preagg_equivalent(
+    perf2bolt: &str,
+    binary: &Path,
+    capture: &Path,
+    extra: &[&str],
+    dir: &Path,
+) {
+    let reference = reference_fdata(perf2bolt, binary, capture, extra, dir);
+    let preagg = dir.join("ours.preagg");
+    profmill_preagg(capture, binary, "preagg", &preagg);
+    let pa: Vec<&str> = ["--pa"].iter().chain(extra).copied().collect();
+    let ours = perf2bolt_fdata(perf2bolt, binary, &preagg, &pa, &dir.join("ours.fdata"));
+    assert_same_lines(
+        &ours,
+        &reference,
+        "fdata via --pa vs perf2bolt on the capture",
+    );
+}
+
+/// A generated 32-entry LBR capture of `binaries` (all mapped in every process).
+pub fn generate_capture(
+    path: &Path,
+    binaries: &[&Path],
+    mib: u64,
+    distinct_stacks: u32,
+    compress: bool,
+    seed: u64,
+) {
+    let spec = capture_spec(binaries, mib, distinct_stacks, compress, seed);
+    write_capture(path, &spec);
+}
+
+pub fn write_capture(path: &Path, spec: &corpus::LbrCaptureSpec) {
+    corpus::write_lbr_capture(spec, &mut std::fs::File::create(path).unwrap()).unwrap();
+}
+
+/// The spec [`generate_capture`] writes: 3 processes, 5% kernel entries, attr size 128.
+pub fn capture_spec(
+    binaries: &[&Path],
+    mib: u64,
+    distinct_stacks: u32,
+    compress: bool,
+    seed: u64,
+) -> corpus::LbrCaptureSpec {
+    corpus::LbrCaptureSpec {
+        binaries: binaries
+            .iter()
+            .map(|b| corpus::LbrBinary {
+                path: b.to_path_buf(),
+                load_base: None,
+            })
+            .collect(),
+        processes: 3,
+        target_bytes: mib << 20,
+        lbr_depth: 32,
+        distinct_stacks,
+        kernel_fraction_percent: 5,
+        compress,
+        attr_size: corpus::ATTR_SIZE,
+        seed,
+        mem_loads: None,
+    }
+}
+
+/// perf2bolt (LLVM 22) and `profmill aggregate --format fdata` on the same capture must write
+/// the same sorted fdata lines; so must perf2bolt 19 when installed (LLVM 19 and 22 agree on
+/// these inputs; the inputs where they don't have named tests). Returns the line count.
+pub fn assert_fdata_matches_perf2bolt(
+    binary: &Path,
+    capture: &Path,
+    basic: bool,
+    dir: &Path,
+) -> usize {
+    let ours = fdata_matching_perf2bolt_22(binary, capture, basic, dir);
+    if let Some(llvm19) = perf2bolt_19_fdata(binary, capture, basic, dir) {
+        assert_same_lines(&ours, &llvm19, "fdata vs perf2bolt 19");
+    }
+    ours.len()
+}
+
+/// Our sorted fdata lines for `binary` in `capture`, asserted equal to perf2bolt 22's.
+pub fn fdata_matching_perf2bolt_22(
+    binary: &Path,
+    capture: &Path,
+    basic: bool,
+    dir: &Path,
+) -> Vec<String> {
+    let extra: &[&str] = if basic { &["--ba"] } else { &[] };
+    let reference = reference_fdata(PERF2BOLT_22, binary, capture, extra, dir);
+    let ours_path = dir.join("ours.fdata");
+    let mut cmd = profmill();
+    cmd.arg("aggregate")
+        .arg(capture)
+        .arg("--binary")
+        .arg(binary)
+        .arg("-o")
+        .arg(&ours_path)
+        .args(["--format", "fdata"]);
+    if basic {
+        cmd.arg("--basic");
+    }
+    run_ok(&mut cmd);
+    let ours = sorted_lines(&std::fs::read(&ours_path).unwrap());
+    assert_same_lines(&ours, &reference, "fdata vs perf2bolt 22");
+    ours
+}
+
+/// perf2bolt 19's sorted fdata for the capture, or `None` when it is not installed. (LLVM 19
+/// spells basic mode `-nl`; LLVM 22 calls it `--ba`.)
+pub fn perf2bolt_19_fdata(
+    binary: &Path,
+    capture: &Path,
+    basic: bool,
+    dir: &Path,
+) -> Option<Vec<String>> {
+    if !have_tool(PERF2BOLT_19) {
+        return None;
+    }
+    let extra: &[&str] = if basic { &["-nl"] } else { &[] };
+    Some(perf2bolt_fdata(
+        PERF2BOLT_19,
+        binary,
+        capture,
+        extra,
+        &dir.join("llvm19.fdata"),
+    ))
+}
+
+/// perf2bolt's sorted fdata for a capture (in `dir/reference.fdata`); it must not be empty.
+pub fn reference_fdata(
+    perf2bolt: &str,
+    binary: &Path,
+    capture: &Path,
+    extra: &[&str],
+    dir: &Path,
+) -> Vec<String> {
+    let reference = perf2bolt_fdata(
+        perf2bolt,
+        binary,
+        capture,
+        extra,
+        &dir.join("reference.fdata"),
+    );
+    assert!(
+        !reference.is_empty(),
+        "perf2bolt wrote an empty profile for {}",
+        capture.display()
+    );
+    reference
+}

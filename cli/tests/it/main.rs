@@ -1,0 +1,24 @@
+//! The `profmill` binary's integration tests, linked into one test binary (one module per
+//! area) so that `cargo test` links once instead of once per file.
+
+mod common;
+mod drop_in_cl;
+mod errors;
+mod fdata;
+mod fdata_mem;
+mod generated;
+mod legacy;
+mod llvm_profdata;
+mod llvm_profdata_correlate;
+mod llvm_profdata_merge_options;
+mod llvm_profdata_overlap;
+mod llvm_profdata_raw;
+mod llvm_profdata_raw_v11;
+mod llvm_profdata_sample;
+mod llvm_profdata_stdin;
+mod llvm_profdata_temporal;
+mod merge_fdata;
+mod perf2bolt;
+mod perf_script;
+mod sampleprof;
+mod sampleprof_gcc;

@@ -1,0 +1,174 @@
+//! Weighted input lists as llvm-profdata reads them: positional files, `W,FILE` weights, `-f`
+//! list files, directories expanded recursively. Every `merge` (instrumentation, sample
+//! profiles, profile stores) collects its inputs here.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One input and its weight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WeightedInput {
+    /// The file (`-` is standard input where the caller allows it).
+    pub path: PathBuf,
+    /// Its counts are multiplied by this (at least 1).
+    pub weight: u64,
+}
+
+/// The name that stands for standard input.
+pub const STDIN: &str = "-";
+
+/// Whether an input named `-` is standard input.
+#[derive(Clone, Copy, Debug)]
+pub enum Stdin {
+    /// Accepted as an input.
+    Read,
+    /// Refused with this message.
+    Refused(&'static str),
+}
+
+/// Why the inputs could not be collected; the messages are llvm-profdata's.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum InputsError {
+    /// A weight that is not a positive integer.
+    Weight,
+    /// An input that does not exist.
+    Missing(PathBuf),
+    /// `-` where the caller refuses standard input (its message).
+    Stdin(&'static str),
+    /// A directory or list file that could not be read.
+    Io {
+        /// The directory or list file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Nothing to merge (`tool` names the command for the hint).
+    NoInputs(&'static str),
+}
+
+impl fmt::Display for InputsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InputsError::Weight => f.write_str("input weight must be a positive integer"),
+            InputsError::Missing(p) => write!(f, "{}: No such file or directory", p.display()),
+            InputsError::Stdin(why) => f.write_str(why),
+            InputsError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            InputsError::NoInputs(tool) => {
+                write!(f, "no input files specified. See {tool} merge -help")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InputsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputsError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// `W,FILE` (a missing file part is an empty name, as LLVM splits it).
+fn parse_weighted(entry: &str) -> Result<(String, u64), InputsError> {
+    let (w, file) = entry.split_once(',').unwrap_or((entry, ""));
+    match formats::instrprof::text::parse_unsigned(w.as_bytes(), 10) {
+        Some(w) if w >= 1 => Ok((file.to_string(), w)),
+        _ => Err(InputsError::Weight),
+    }
+}
+
+/// `addWeightedInput`: files as given, directories expanded recursively in directory order;
+/// `-` (standard input) only where the caller reads it.
+fn add_input(
+    inputs: &mut Vec<WeightedInput>,
+    path: &Path,
+    weight: u64,
+    stdin: Stdin,
+) -> Result<(), InputsError> {
+    if path.as_os_str() == STDIN {
+        if let Stdin::Refused(why) = stdin {
+            return Err(InputsError::Stdin(why));
+        }
+        inputs.push(WeightedInput {
+            path: path.to_path_buf(),
+            weight,
+        });
+        return Ok(());
+    }
+    let meta = std::fs::metadata(path).map_err(|_| InputsError::Missing(path.to_path_buf()))?;
+    if meta.is_file() {
+        inputs.push(WeightedInput {
+            path: path.to_path_buf(),
+            weight,
+        });
+    } else if meta.is_dir() {
+        add_directory(inputs, path, weight)?;
+    }
+    Ok(())
+}
+
+fn add_directory(
+    inputs: &mut Vec<WeightedInput>,
+    dir: &Path,
+    weight: u64,
+) -> Result<(), InputsError> {
+    let io = |source| InputsError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => inputs.push(WeightedInput { path, weight }),
+            Ok(m) if m.is_dir() => add_directory(inputs, &path, weight)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The inputs of a merge in llvm-profdata's order, so that errors come in its order too:
+/// positional files (weight 1), `weighted` `W,FILE` entries, then the lines of the `list`
+/// file (`#` comments skipped, `W,FILE` or `FILE`). `tool` names the command in the hint
+/// when nothing is left.
+pub fn collect_weighted_inputs(
+    positional: &[String],
+    weighted: &[String],
+    list: Option<&str>,
+    stdin: Stdin,
+    tool: &'static str,
+) -> Result<Vec<WeightedInput>, InputsError> {
+    let mut inputs = Vec::new();
+    let mut add = |file: &str, weight| add_input(&mut inputs, Path::new(file), weight, stdin);
+    for p in positional {
+        add(p, 1)?;
+    }
+    for w in weighted {
+        let (file, weight) = parse_weighted(w)?;
+        add(&file, weight)?;
+    }
+    if let Some(list) = list {
+        let text = std::fs::read_to_string(list).map_err(|source| InputsError::Io {
+            path: PathBuf::from(list),
+            source,
+        })?;
+        for line in text.split('\n').filter(|l| !l.is_empty()) {
+            let entry = line.trim_matches([' ', '\t', '\x0b', '\x0c', '\r']);
+            if entry.starts_with('#') {
+                continue;
+            }
+            let (file, weight) = if entry.contains(',') {
+                parse_weighted(entry)?
+            } else {
+                (entry.to_string(), 1)
+            };
+            add(&file, weight)?;
+        }
+    }
+    if inputs.is_empty() {
+        return Err(InputsError::NoInputs(tool));
+    }
+    Ok(inputs)
+}

@@ -1,0 +1,6 @@
+//! The engine crate's integration tests, linked into one test binary (one module per area).
+
+mod instrprof_merge;
+mod malformed;
+mod paths;
+mod sampleprof_fast;

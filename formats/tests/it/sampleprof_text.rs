@@ -1,0 +1,138 @@
+//! LLVM sample text: our reader + writer against `llvm-profdata-19 merge --sample --text`,
+//! byte for byte, on every text input of the corpus and on hand-made edge cases; errors
+//! must match LLVM's messages and line numbers.
+
+use std::path::Path;
+
+use crate::sampleprof_common::*;
+use formats::sampleprof::text;
+use testsupport::{first_difference, have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
+
+fn ours(data: &[u8]) -> Result<Vec<u8>, formats::sampleprof::Error> {
+    let p = text::read(data)?;
+    let mut out = Vec::new();
+    text::write(&p, &mut out).unwrap();
+    Ok(out)
+}
+
+/// Compares our text output (or error) on `input` with llvm-profdata's.
+fn check(input: &Path, dir: &Path) -> bool {
+    let data = std::fs::read(input).unwrap();
+    let reference = llvm_merge(input, &["--text"], &dir.join("ref.txt"));
+    match (ours(&data), reference) {
+        (Ok(o), Ok(r)) => {
+            assert!(o == r, "{}: {}", input.display(), first_difference(&o, &r));
+            true
+        }
+        (Err(e), Err(r)) => {
+            let expected = format!("error: {}", e.located(&input.display().to_string()));
+            assert!(
+                r.contains(&expected),
+                "{}: llvm says {r:?}, we say {expected:?}",
+                input.display()
+            );
+            false
+        }
+        (Ok(_), Err(r)) => panic!("{}: we accept, llvm rejects: {r}", input.display()),
+        (Err(e), Ok(_)) => panic!("{}: llvm accepts, we reject: {e}", input.display()),
+    }
+}
+
+#[test]
+fn corpus_text_profiles_match_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut accepted = 0;
+    for f in corpus_files() {
+        let data = std::fs::read(&f).unwrap();
+        // Only inputs that are text to either reader: binary inputs have their own tests.
+        let name = f.to_string_lossy();
+        let textual = !data.contains(&0) && !name.ends_with(".profraw");
+        if !textual
+            || matches!(formats::sampleprof::detect(&data), Some(f) if f != formats::sampleprof::Format::Text)
+        {
+            continue;
+        }
+        if check(&f, dir.path()) {
+            accepted += 1;
+        }
+    }
+    if corpus_dir().is_some() {
+        assert!(
+            accepted >= 25,
+            "only {accepted} corpus text profiles accepted"
+        );
+    }
+}
+
+/// Hand-made inputs for the grammar's corners (each observed against llvm-profdata-19).
+const CASES: &[&str] = &[
+    "main:1000:10\n 1: 10\n 2.3: 20 bar:15 foo:5\n 65535: 5\n 3: inl:300\n  1: 100\n  2.1: 200 tgt:200\n_Z3foov:500:0\n 0: 250\n 1: 250\n",
+    "a:b:10:1\n 1: 5 a:b:c:3 d:4\n",
+    "f:1:1\n 1: 5 std::vector<int> >:3 x:3\n",
+    "f:1:1\n 1: 5 x:3 x:4\n",
+    "f:1:1\n 1: 5 x:3 \n",
+    "f:1:1\n 70000: 5\n",
+    "f:1:1\n 70000.1: 5\n",
+    "f:1:1\n 1.4294967296: 5\n",
+    "f:1:1\n 1: 18446744073709551615\n",
+    "f:1:1\n 1: 18446744073709551616\n",
+    "f:1:1\n 1:5\n",
+    "f:1:1\n 1:x5\n",
+    "f:1:1\n 5\n",
+    "f:1:1\n\tx\n",
+    "f:10:1\n  1: 5\n",
+    "f:1:1\n !CFGChecksum: 3\n 1: 1\n",
+    "f:1:1\n 1: 1\n !Attributes: 2\n !CFGChecksum: 9\n",
+    "f:1:1\n 1: g:5\n  !Attributes: 1\n  2: 3\n",
+    "f:1:1\n !Foo: 1\n",
+    "f:1:1\n !Flat\n",
+    "f:1:1\r\n 1: 2\r\n\r\n",
+    " # c\nf:1:1\n",
+    "# c\nf:1:1\n   \n #x\n 1: 2\n",
+    "123\n",
+    "f:1:1\nf:2:3\n 1: 4\n",
+    "f:1:1\n 1: 18446744073709551615\n 1: 1\n",
+    "[main:3 @ _Z5funcAi:1 @ _Z8funcLeafi]:1467299:11\n 0: 6\n 4: 287864 _Z3fibi:315608\n !CFGChecksum: 281479271677951\n !Attributes: 2\n[main]:154:0\n 2: 12\n !CFGChecksum: 563125815542069\n",
+    "[a:1.2 @ b]:5:1\n 1: g:3\n  1: 3\n",
+    "f:1:1\n 1: \n",
+    "f:1:1\n 1:\n",
+    ":1:1\n 1: 1\n",
+    "f:1:1\n 1: :5\n",
+    "f:1:1\n 1: 3 :5\n",
+    "f:5:1\ng:5:1\ne:5:0\n",
+    "f:1:1\n 2: 1\n 1: 1\n 1: g:1\n 1: a:1\n",
+];
+
+#[test]
+fn edge_cases_match_llvm_profdata() {
+    if !have_tool(LLVM_PROFDATA) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (i, case) in CASES.iter().enumerate() {
+        let path = dir.path().join(format!("case{i}.txt"));
+        std::fs::write(&path, case).unwrap();
+        check(&path, dir.path());
+    }
+}
+
+#[test]
+fn errors_name_the_line() {
+    let e = text::read(b"f:1:1\n 1: 5\n\n# c\n 2 5\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "5: Expected 'NUM[.NUM]: NUM[ mangled_name:NUM]*', found  2 5"
+    );
+    let e = text::read(b"# c\nfoo:1:1\nbar\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "3: Expected 'mangled_name:NUM:NUM', found bar"
+    );
+    assert_eq!(
+        text::read(b"").unwrap_err(),
+        formats::sampleprof::Error::UnrecognizedFormat
+    );
+}
