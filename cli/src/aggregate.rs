@@ -12,6 +12,8 @@ use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
 use engine::perf::preagg::write_preagg;
+use engine::perf::store::{stored_profile, write_store};
+use formats::store::StoreMeta;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -21,13 +23,17 @@ pub enum Format {
     PreaggLegacy,
     /// BOLT's symbolized profile, as `perf2bolt` (LLVM 22) writes it.
     Fdata,
+    /// A profile store (`.pms`) holding every binary's profile (one file, whatever the number
+    /// of binaries); `merge` sums stores, `export` writes the other formats from them.
+    Store,
 }
 
 impl Format {
-    fn extension(self) -> &'static str {
+    pub fn extension(self) -> &'static str {
         match self {
             Format::Fdata => "fdata",
             Format::Preagg | Format::PreaggLegacy => "preagg",
+            Format::Store => "pms",
         }
     }
 }
@@ -87,23 +93,58 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
     let bar = crate::progress::Bar::bytes(total, "reading");
     let result = aggregate(&input, &request, &bar)?;
-    let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
-    if args.format == Format::PreaggLegacy && result.basic {
-        return Err(
-            "LLVM 19's pre-aggregated format has no basic (IP) samples; use --format preagg".into(),
-        );
+    if args.format == Format::Store {
+        let profiles = request
+            .binaries
+            .iter()
+            .zip(&result.profiles)
+            .map(|(b, p)| stored_profile(b, p))
+            .collect();
+        let meta = StoreMeta {
+            captures: 1,
+            hosts: result
+                .side
+                .hostname()
+                .map(str::to_owned)
+                .into_iter()
+                .collect(),
+        };
+        write_store(&args.output, &meta, profiles)?;
+        let outputs = vec![args.output.clone(); args.binaries.len()];
+        summarize(&result, &args.binaries, &outputs, started);
+        return Ok(());
     }
+    let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
     for ((profile, path), binary) in result.profiles.iter().zip(&outputs).zip(&args.binaries) {
-        match args.format {
-            Format::Preagg => write_atomically(path, |out| write_preagg(out, profile))?,
-            Format::PreaggLegacy => {
-                let functions = Functions::from_elf(binary, &std::fs::read(binary)?)?;
-                write_atomically(path, |out| write_preagg_legacy(out, profile, &functions))?
-            }
-            Format::Fdata => write_fdata(binary, profile, result.basic, path)?,
-        }
+        write_profile(args.format, binary, profile, result.basic, path)?;
     }
     summarize(&result, &args.binaries, &outputs, started);
+    Ok(())
+}
+
+/// Writes one binary's profile in `format` (not a store) to `path`.
+pub fn write_profile(
+    format: Format,
+    binary: &Path,
+    profile: &BinaryProfile,
+    basic: bool,
+    path: &Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    match format {
+        Format::Preagg => write_atomically(path, |out| write_preagg(out, profile))?,
+        Format::PreaggLegacy if basic => {
+            return Err(
+                "LLVM 19's pre-aggregated format has no basic (IP) samples; use --format preagg"
+                    .into(),
+            )
+        }
+        Format::PreaggLegacy => {
+            let functions = Functions::from_elf(binary, &std::fs::read(binary)?)?;
+            write_atomically(path, |out| write_preagg_legacy(out, profile, &functions))?
+        }
+        Format::Fdata => write_fdata(binary, profile, basic, path)?,
+        Format::Store => return Err("a store holds every binary; see write_store".into()),
+    }
     Ok(())
 }
 
@@ -164,7 +205,11 @@ pub fn write_fdata_of(
 }
 
 /// One binary: `-o` is the file. Several: `-o` is a directory holding `<binary name>.<ext>`.
-fn output_paths(output: &Path, binaries: &[PathBuf], ext: &str) -> std::io::Result<Vec<PathBuf>> {
+pub fn output_paths(
+    output: &Path,
+    binaries: &[PathBuf],
+    ext: &str,
+) -> std::io::Result<Vec<PathBuf>> {
     if binaries.len() == 1 {
         return Ok(vec![output.to_path_buf()]);
     }

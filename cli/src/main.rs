@@ -10,6 +10,7 @@ mod perf2bolt;
 mod progress;
 mod sampleprof;
 mod script;
+mod store;
 
 use std::process::ExitCode;
 
@@ -41,10 +42,12 @@ enum Command {
     Script(script::Args),
     /// Convert a sample profile between LLVM text/binary/ExtBinary and GCC gcov.
     Convert(sampleprof::ConvertArgs),
-    /// Merge sample profiles (`--sample`), with weights.
+    /// Merge profile stores, or sample profiles (`--sample`), with weights.
     Merge(sampleprof::MergeArgs),
-    /// Print a sample profile (`--sample`) as LLVM text.
+    /// Summarize a profile store, or print a sample profile as LLVM text.
     Show(sampleprof::ShowArgs),
+    /// Write binaries' profiles from a profile store as preagg, preagg-legacy or fdata.
+    Export(store::ExportArgs),
     /// Overlap of two sample profiles (`--sample`), as `llvm-profdata overlap --sample` prints it.
     #[command(disable_help_flag = true)]
     Overlap {
@@ -114,6 +117,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => sampleprof::convert(args),
         Command::Merge(args) => sampleprof::merge(args),
         Command::Show(args) => sampleprof::show(args),
+        Command::Export(args) => store::export(args),
         Command::Overlap { args } => llvm_profdata_sample::run_overlap(&args),
     };
     finish(result)

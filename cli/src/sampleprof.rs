@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
+use engine::io::inputs::{collect_weighted_inputs, Stdin};
 use engine::sampleprof::{self, Input, MergeOptions, OutputFormat};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
@@ -86,49 +87,47 @@ pub fn convert(args: ConvertArgs) -> Result<(), Box<dyn std::error::Error>> {
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// Merge sample profiles (the only kind `profmill merge` handles so far).
-    #[arg(long, required = true)]
+    /// Merge sample profiles; without it, profile stores are merged.
+    #[arg(long)]
     sample: bool,
-    /// Input profiles, weight 1.
-    inputs: Vec<PathBuf>,
+    /// Input profiles (weight 1), or directories of them.
+    inputs: Vec<String>,
     /// `W,FILE`: an input whose counts are multiplied by W.
-    #[arg(long = "weighted-input", value_name = "W,FILE")]
+    #[arg(short = 'w', long = "weighted-input", value_name = "W,FILE")]
     weighted: Vec<String>,
+    /// A file listing inputs, one per line (`W,FILE` or `FILE`; `#` starts a comment).
+    #[arg(short = 'f', long = "input-files", value_name = "LIST")]
+    input_files: Option<String>,
+    /// The merged profile.
     #[arg(short, long)]
     output: PathBuf,
     #[command(flatten)]
     encoding: Encoding,
 }
 
-fn weighted_input(spec: &str) -> Result<Input, String> {
-    let (w, path) = spec
-        .split_once(',')
-        .ok_or_else(|| format!("--weighted-input={spec}: expected W,FILE"))?;
-    let weight: u64 =
-        w.parse().ok().filter(|&w| w >= 1).ok_or_else(|| {
-            format!("--weighted-input={spec}: the weight must be a positive integer")
-        })?;
-    Ok(Input {
-        path: path.into(),
-        weight,
-    })
-}
-
+/// `profmill merge`: sample profiles with `--sample`, else profile stores.
 pub fn merge(args: MergeArgs) -> Result<(), Box<dyn std::error::Error>> {
-    let mut inputs: Vec<Input> = args
-        .inputs
-        .iter()
-        .map(|p| Input {
-            path: p.clone(),
-            weight: 1,
-        })
-        .collect();
-    for w in &args.weighted {
-        inputs.push(weighted_input(w)?);
+    if !args.sample {
+        return crate::store::merge(crate::store::MergeRequest {
+            inputs: &args.inputs,
+            weighted: &args.weighted,
+            list: args.input_files.as_deref(),
+            output: &args.output,
+        });
     }
-    if inputs.is_empty() {
-        return Err("no input profiles".into());
-    }
+    let inputs: Vec<Input> = collect_weighted_inputs(
+        &args.inputs,
+        &args.weighted,
+        args.input_files.as_deref(),
+        Stdin::Refused("reading a profile from standard input is not supported"),
+        "profmill",
+    )?
+    .into_iter()
+    .map(|i| Input {
+        path: i.path,
+        weight: i.weight,
+    })
+    .collect();
     let merged = sampleprof::merge(&inputs, &MergeOptions::default())?;
     for w in &merged.warnings {
         eprintln!("profmill: warning: {w}");
@@ -139,14 +138,21 @@ pub fn merge(args: MergeArgs) -> Result<(), Box<dyn std::error::Error>> {
 
 #[derive(Args)]
 pub struct ShowArgs {
-    /// Show a sample profile (the only kind `profmill show` handles so far).
-    #[arg(long, required = true)]
+    /// Show a sample profile (the default for anything that is not a profile store).
+    #[arg(long)]
     sample: bool,
+    /// A profile store: print as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The profile to show.
     input: PathBuf,
 }
 
-/// Prints the profile in LLVM's text form.
+/// Prints a profile store's summary, or a sample profile in LLVM's text form.
 pub fn show(args: ShowArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if !args.sample && crate::store::is_store(&args.input) {
+        return crate::store::show(&args.input, args.json);
+    }
     let profile = sampleprof::read(&args.input)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

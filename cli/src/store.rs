@@ -5,9 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use engine::io::inputs::{collect_weighted_inputs, Stdin};
-use engine::perf::binary::BinaryInfo;
 use engine::perf::store::{merge_stores, StoreFile};
-use engine::perf::table::TraceOrder;
+use engine::perf::{BinaryInfo, TraceOrder};
 use formats::store::SectionKind;
 
 use crate::aggregate::{output_paths, write_profile, Format};
@@ -108,14 +107,18 @@ pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
             out,
             "{{\"captures\":{},\"hosts\":[{}],\"binaries\":[",
             meta.captures,
-            meta.hosts.iter().map(|h| json_string(h)).collect::<Vec<_>>().join(",")
+            meta.hosts
+                .iter()
+                .map(|h| json_string(h))
+                .collect::<Vec<_>>()
+                .join(",")
         )?;
     } else {
         writeln!(out, "captures: {}", meta.captures)?;
         writeln!(out, "hosts: {}", meta.hosts.join(", "))?;
     }
     for (i, (m, layout)) in store.binaries().iter().enumerate() {
-        let build_id = engine::perf::binary::hex(&m.build_id);
+        let build_id: String = m.build_id.iter().map(|b| format!("{b:02x}")).collect();
         let name = String::from_utf8_lossy(&m.name);
         let tables: Vec<(SectionKind, u64, u64)> = SectionKind::TABLES
             .iter()
@@ -136,7 +139,11 @@ pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
             )?;
             for (j, (k, rows, bytes)) in tables.iter().enumerate() {
                 let sep = if j > 0 { "," } else { "" };
-                write!(out, "{sep}\"{}\":{{\"rows\":{rows},\"bytes\":{bytes}}}", k.name())?;
+                write!(
+                    out,
+                    "{sep}\"{}\":{{\"rows\":{rows},\"bytes\":{bytes}}}",
+                    k.name()
+                )?;
             }
             write!(out, "}}}}")?;
         } else {
@@ -144,7 +151,11 @@ pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
             writeln!(
                 out,
                 "  build-id: {}",
-                if build_id.is_empty() { "(none)" } else { &build_id }
+                if build_id.is_empty() {
+                    "(none)"
+                } else {
+                    &build_id
+                }
             )?;
             writeln!(out, "  events: {}", m.events.join(" "))?;
             writeln!(out, "  samples: {}, processes: {}", m.samples, m.processes)?;

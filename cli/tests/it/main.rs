@@ -22,3 +22,4 @@ mod perf2bolt;
 mod perf_script;
 mod sampleprof;
 mod sampleprof_gcc;
+mod store;

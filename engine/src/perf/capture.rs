@@ -107,6 +107,13 @@ pub struct SideBand {
     pub mmap_lines: Vec<u8>,
 }
 
+impl SideBand {
+    /// The capturing host's name (perf's `HEADER_HOSTNAME` feature), when recorded.
+    pub fn hostname(&self) -> Option<&str> {
+        self.features.hostname.as_deref()
+    }
+}
+
 /// How to read a capture: decoding threads and optional work for the sequential walker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReadOptions {

@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::store::{
-    BinaryMeta, IpRow, MemRow, ReturnRow, Row, Store, StoreError, StoreMeta, StoreWriter,
-    TraceRow,
+    BinaryMeta, IpRow, MemRow, ReturnRow, Row, Store, StoreError, StoreMeta, StoreWriter, TraceRow,
 };
 
 use crate::error::{io_error, Error, Result};
@@ -193,7 +192,7 @@ fn write_table<W: std::io::Write, R: Row>(
 /// Adds `p` (the same binary) into `into`.
 fn sum_into(into: &mut StoredProfile, p: StoredProfile) {
     into.meta = merged_meta(&into.meta, &p.meta);
-    let take = std::mem::take;
+    use std::mem::take;
     into.traces = sorted_summed([take(&mut into.traces), p.traces].concat());
     into.ips = sorted_summed([take(&mut into.ips), p.ips].concat());
     into.mem = sorted_summed([take(&mut into.mem), p.mem].concat());
@@ -255,9 +254,10 @@ impl StoreFile {
             .iter()
             .position(|(m, _)| !id.is_empty() && m.build_id.starts_with(id));
         let by_name = || {
-            binaries
-                .iter()
-                .position(|(m, _)| m.name == binary.file_name && (ignore_build_id || id.is_empty() || m.build_id.is_empty()))
+            binaries.iter().position(|(m, _)| {
+                m.name == binary.file_name
+                    && (ignore_build_id || id.is_empty() || m.build_id.is_empty())
+            })
         };
         by_id.or_else(by_name).ok_or_else(|| {
             let present: Vec<String> = binaries
@@ -407,7 +407,10 @@ pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeRepo
     for (i, s) in stores.iter().enumerate() {
         for (b, (m, _)) in s.binaries().iter().enumerate() {
             let mut m = m.clone();
-            m.samples = m.samples.saturating_mul(inputs[i].weight.max(1));
+            // A weight stands for that many copies of the input: its summary counts scale too.
+            let weight = inputs[i].weight.max(1);
+            m.samples = m.samples.saturating_mul(weight);
+            m.processes = m.processes.saturating_mul(weight);
             all.push((m, i, b));
         }
     }
@@ -438,7 +441,9 @@ pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeRepo
             let r = merge_table::<_, TraceRow>(&mut w, b, &stores, inputs, parts)
                 .and_then(|s| Ok(s | merge_table::<_, IpRow>(&mut w, b, &stores, inputs, parts)?))
                 .and_then(|s| Ok(s | merge_table::<_, MemRow>(&mut w, b, &stores, inputs, parts)?))
-                .and_then(|s| Ok(s | merge_table::<_, ReturnRow>(&mut w, b, &stores, inputs, parts)?));
+                .and_then(|s| {
+                    Ok(s | merge_table::<_, ReturnRow>(&mut w, b, &stores, inputs, parts)?)
+                });
             match r {
                 Ok(saturated) => report.saturated |= saturated,
                 Err(TableError::Io(e)) => return Err(e),
@@ -483,7 +488,9 @@ fn merge_table<W: std::io::Write, R: Row + 'static>(
         .collect();
     let mut saturated = false;
     let mut heap = BinaryHeap::with_capacity(cursors.len());
-    let mut advance = |c: &mut Cursor<'_, R>, saturated: &mut bool| -> std::result::Result<Option<R>, TableError> {
+    let advance = |c: &mut Cursor<'_, R>,
+                   saturated: &mut bool|
+     -> std::result::Result<Option<R>, TableError> {
         match c.rows.next() {
             None => Ok(None),
             Some(Err(e)) => Err(TableError::Store(c.input, e)),

@@ -4,11 +4,14 @@ use proptest::prelude::*;
 
 use super::*;
 
+/// One binary's tables, as plain vectors.
+type Tables = (BinaryMeta, Vec<TraceRow>, Vec<IpRow>, Vec<MemRow>);
+
 /// A store's content, as plain vectors.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Content {
     meta: StoreMeta,
-    binaries: Vec<(BinaryMeta, Vec<TraceRow>, Vec<IpRow>, Vec<MemRow>)>,
+    binaries: Vec<Tables>,
 }
 
 fn write(c: &Content) -> Vec<u8> {

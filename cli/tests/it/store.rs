@@ -1,0 +1,348 @@
+//! The profile store: `aggregate --format store`, `merge`, `export`, `show`. Through a store a
+//! profile comes out exactly as the direct path writes it, merged stores equal perf2bolt on
+//! each capture summed by merge-fdata, and merging does not depend on order or grouping.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+use testsupport::*;
+
+const PROGRAM_C: &str = r#"
+#include <stdio.h>
+int lib_mix(int x) { int s = 0; for (int i = 0; i < (x & 63); i++) { if (i % 3) s += i * x; else s ^= x >> 1; } return s; }
+int lib_pick(int x) { switch (x & 7) { case 0: return x + 1; case 1: return x * 3; case 2: return x ^ 5; case 3: return x - 7; case 4: return x << 2; default: return lib_mix(x); } }
+static int helper(int x) { return (x & 1) ? lib_pick(x) : lib_mix(x); }
+__attribute__((noinline)) int walk(int n) { int t = 0; for (int i = 0; i < n; i++) { t += helper(i); if (t > 100000) t -= 99999; } return t; }
+int main(int argc, char **argv) { printf("%d\n", walk(argc * 300000)); return 0; }
+"#;
+
+fn cc(dir: &Path, out: &str, args: &[&str]) -> PathBuf {
+    let path = dir.join(out);
+    run_ok(
+        Command::new("cc")
+            .args(["-O2", "-Wl,--build-id", "prog.c"])
+            .args(args)
+            .arg("-o")
+            .arg(&path)
+            .current_dir(dir),
+    );
+    path
+}
+
+/// A PIE and a non-PIE build of the test program.
+fn programs(d: &Path) -> [PathBuf; 2] {
+    std::fs::write(d.join("prog.c"), PROGRAM_C).unwrap();
+    [
+        cc(d, "app-pie", &["-fPIE", "-pie"]),
+        cc(d, "app-nopie", &["-fno-pie", "-no-pie"]),
+    ]
+}
+
+fn profmill_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
+    let mut cmd = profmill();
+    for a in args {
+        cmd.arg(a);
+    }
+    run_ok(&mut cmd)
+}
+
+/// `aggregate CAPTURE -b BINARY --format store -o OUT`.
+fn store_of(capture: &Path, binary: &Path, out: &Path) {
+    profmill_ok(&[
+        &"aggregate",
+        &capture,
+        &"-b",
+        &binary,
+        &"--format",
+        &"store",
+        &"-o",
+        &out,
+    ]);
+}
+
+/// The direct output of `aggregate --format FORMAT` equals `export --format FORMAT` of the
+/// capture's store, byte for byte.
+fn assert_store_round_trip(capture: &Path, binary: &Path, formats: &[&str], dir: &Path) {
+    let store = dir.join("capture.pms");
+    store_of(capture, binary, &store);
+    for format in formats {
+        let direct = dir.join(format!("direct.{format}"));
+        let exported = dir.join(format!("exported.{format}"));
+        profmill_ok(&[
+            &"aggregate",
+            &capture,
+            &"-b",
+            &binary,
+            &"--format",
+            format,
+            &"-o",
+            &direct,
+        ]);
+        profmill_ok(&[
+            &"export",
+            &store,
+            &"-b",
+            &binary,
+            &"--format",
+            format,
+            &"-o",
+            &exported,
+        ]);
+        let direct = std::fs::read(&direct).unwrap();
+        assert!(!direct.is_empty(), "{format}: empty direct output");
+        assert_eq!(
+            String::from_utf8_lossy(&std::fs::read(&exported).unwrap()),
+            String::from_utf8_lossy(&direct),
+            "{format} of {} through a store",
+            capture.display()
+        );
+    }
+}
+
+#[test]
+fn generated_captures_go_through_a_store_unchanged() {
+    if !have_tool("cc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for binary in programs(d) {
+        for compress in [false, true] {
+            let capture = d.join("capture.data");
+            generate_capture(&capture, &[&binary], 2, 2000, compress, 11);
+            assert_store_round_trip(&capture, &binary, &["preagg", "preagg-legacy", "fdata"], d);
+        }
+        // Memory events: one mem-loads sample after every LBR sample.
+        let spec = corpus::LbrCaptureSpec {
+            mem_loads: Some(corpus::MemLoadSpec {
+                interval: 1,
+                distinct: 500,
+                with_addr: true,
+                ..Default::default()
+            }),
+            ..capture_spec(&[&binary], 1, 300, false, 5)
+        };
+        let capture = d.join("mem.data");
+        write_capture(&capture, &spec);
+        assert_store_round_trip(&capture, &binary, &["preagg", "fdata"], d);
+    }
+}
+
+#[test]
+fn corpus_captures_go_through_a_store_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // autofdo-test's capture mapped its binary as `/export/hda3/tmp/test.binary`.
+    let test_binary = d.join("test.binary");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &test_binary).unwrap();
+    for (capture, binary) in [
+        (
+            shared_perf("autofdo-propeller_sample_1.perf.data"),
+            shared_perf("autofdo-propeller_sample_1.bin"),
+        ),
+        (shared_perf("autofdo-test.lbr.perf.data"), test_binary),
+    ] {
+        assert_store_round_trip(&capture, &binary, &["preagg", "fdata"], d);
+    }
+}
+
+/// A basic (no LBR) capture from a real `perf record -e cpu-clock` run.
+#[test]
+fn basic_captures_go_through_a_store_unchanged() {
+    if !have_tool("cc") || !have_tool(PERF) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let [pie, _] = programs(d);
+    let capture = d.join("basic.data");
+    let out = Command::new(PERF)
+        .args(["record", "-q", "-e", "cpu-clock", "-c", "20000", "-o"])
+        .arg(&capture)
+        .arg(&pie)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        eprintln!(
+            "skipping: perf record failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    assert_store_round_trip(&capture, &pie, &["preagg", "fdata"], d);
+}
+
+/// Three captures, each stored, merged, exported as fdata: perf2bolt 22 on each capture
+/// merged by merge-fdata 22 gives the same lines. The exported preagg, read by perf2bolt 22
+/// `--pa`, too.
+#[test]
+fn merged_stores_equal_perf2bolt_and_merge_fdata() {
+    if !have_tool("cc") || !have_tool(PERF2BOLT_22) || !have_tool(MERGE_FDATA_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for binary in programs(d) {
+        let mut stores = Vec::new();
+        let mut fdatas = Vec::new();
+        for seed in 1..=3u64 {
+            let capture = d.join(format!("c{seed}.data"));
+            generate_capture(&capture, &[&binary], 1, 1500, seed == 2, seed);
+            let store = d.join(format!("c{seed}.pms"));
+            store_of(&capture, &binary, &store);
+            stores.push(store);
+            let fdata = d.join(format!("c{seed}.fdata"));
+            run_ok(
+                Command::new(PERF2BOLT_22)
+                    .arg(&binary)
+                    .arg("-p")
+                    .arg(&capture)
+                    .arg("-o")
+                    .arg(&fdata),
+            );
+            fdatas.push(fdata);
+        }
+        let reference = sorted_lines(&run_ok(Command::new(MERGE_FDATA_22).args(&fdatas)).stdout);
+        let merged = d.join("merged.pms");
+        let mut merge = profmill();
+        merge.arg("merge").args(&stores).arg("-o").arg(&merged);
+        run_ok(&mut merge);
+        let fdata = d.join("merged.fdata");
+        profmill_ok(&[
+            &"export",
+            &merged,
+            &"-b",
+            &binary,
+            &"--format",
+            &"fdata",
+            &"-o",
+            &fdata,
+        ]);
+        let ours = sorted_lines(&std::fs::read(&fdata).unwrap());
+        assert_same_lines(
+            &ours,
+            &reference,
+            "exported fdata vs merge-fdata of perf2bolt",
+        );
+        let preagg = d.join("merged.preagg");
+        profmill_ok(&[&"export", &merged, &"-b", &binary, &"-o", &preagg]);
+        let via_pa = perf2bolt_fdata(
+            PERF2BOLT_22,
+            &binary,
+            &preagg,
+            &["--pa"],
+            &d.join("pa.fdata"),
+        );
+        assert_same_lines(&via_pa, &reference, "perf2bolt --pa of the exported preagg");
+    }
+}
+
+#[test]
+fn merging_is_independent_of_order_grouping_and_repetition() {
+    if !have_tool("cc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let [pie, nopie] = programs(d);
+    let mut parts = Vec::new();
+    for (i, binary) in [&pie, &nopie, &pie, &nopie].into_iter().enumerate() {
+        let capture = d.join(format!("p{i}.data"));
+        generate_capture(&capture, &[binary], 1, 800, false, 20 + i as u64);
+        let store = d.join(format!("p{i}.pms"));
+        store_of(&capture, binary, &store);
+        parts.push(store);
+    }
+    let merge = |inputs: &[&Path], out: &str| -> Vec<u8> {
+        let out = d.join(out);
+        let mut cmd = profmill();
+        cmd.arg("merge").args(inputs).arg("-o").arg(&out);
+        run_ok(&mut cmd);
+        std::fs::read(out).unwrap()
+    };
+    let [a, b, c, e] = [&parts[0], &parts[1], &parts[2], &parts[3]].map(|p| p.as_path());
+    let flat = merge(&[a, b, c, e], "flat.pms");
+    assert_eq!(merge(&[e, c, b, a], "reversed.pms"), flat);
+    merge(&[e, a], "left.pms");
+    merge(&[c, b], "right.pms");
+    let tree = merge(&[&d.join("right.pms"), &d.join("left.pms")], "tree.pms");
+    assert_eq!(tree, flat, "a tree of merges");
+    // A weight is the input repeated.
+    let repeated = merge(&[a, a, a, b], "repeated.pms");
+    let out = d.join("weighted.pms");
+    let weighted = format!("3,{}", a.display());
+    profmill_ok(&[&"merge", &b, &"-w", &weighted, &"-o", &out]);
+    assert_eq!(std::fs::read(&out).unwrap(), repeated, "-w 3,FILE");
+    // Two binaries in one store, and `show` lists both.
+    let shown = String::from_utf8(profmill_ok(&[&"show", &d.join("flat.pms")]).stdout).unwrap();
+    assert!(
+        shown.contains("binary app-pie") && shown.contains("binary app-nopie"),
+        "{shown}"
+    );
+    assert!(shown.contains("captures: 4"), "{shown}");
+}
+
+#[test]
+fn a_corrupt_store_is_refused_and_leaves_the_output_alone() {
+    if !have_tool("cc") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let [pie, _] = programs(d);
+    let capture = d.join("c.data");
+    generate_capture(&capture, &[&pie], 1, 500, false, 3);
+    let store = d.join("c.pms");
+    store_of(&capture, &pie, &store);
+    let mut bytes = std::fs::read(&store).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x10;
+    let bad = d.join("bad.pms");
+    std::fs::write(&bad, &bytes).unwrap();
+    let out = d.join("out.pms");
+    std::fs::write(&out, "previous output").unwrap();
+    let failed = profmill()
+        .args(["merge"])
+        .arg(&store)
+        .arg(&bad)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!failed.status.success());
+    let message = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        message.contains("bad.pms") && message.contains("byte offset"),
+        "the error names the file and offset: {message}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous output");
+    let exported = d.join("x.preagg");
+    let failed = profmill()
+        .arg("export")
+        .arg(&bad)
+        .arg("-b")
+        .arg(&pie)
+        .arg("-o")
+        .arg(&exported)
+        .output()
+        .unwrap();
+    assert!(!failed.status.success());
+    assert!(!exported.exists());
+    // A binary the store does not hold: the error lists what it holds.
+    let other = d.join("app-nopie");
+    let failed = profmill()
+        .arg("export")
+        .arg(&store)
+        .arg("-b")
+        .arg(&other)
+        .arg("-o")
+        .arg(&exported)
+        .output()
+        .unwrap();
+    let message = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success() && message.contains("app-pie"),
+        "{message}"
+    );
+}
