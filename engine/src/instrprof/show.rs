@@ -188,25 +188,6 @@ impl TopN {
     }
 }
 
-/// C's `%0.6g`.
-fn format_g6(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    let exp = v.abs().log10().floor() as i32;
-    if !(-4..6).contains(&exp) {
-        let s = format!("{:.5e}", v);
-        return s;
-    }
-    let decimals = (5 - exp).max(0) as usize;
-    let s = format!("{:.*}", decimals, v);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
 fn value_sites(
     out: &mut dyn Write,
     r: &Record,
@@ -416,17 +397,11 @@ pub fn show(listing: &Listing, o: &ShowOptions, out: &mut dyn Write) -> io::Resu
     if o.detailed_summary {
         writeln!(out, "Total number of blocks: {}", summary.total_num_blocks)?;
         writeln!(out, "Total count: {}", summary.total_block_count)?;
-        writeln!(out, "Detailed summary:")?;
-        for e in &summary.entries {
-            let percent = (e.cutoff as f32 / 1_000_000f32 * 100f32) as f64;
-            writeln!(
-                out,
-                "{} blocks with count >= {} account for {} percentage of the total counts.",
-                e.num_counts,
-                e.min_count,
-                format_g6(percent)
-            )?;
-        }
+        let entries = summary.entries.iter();
+        crate::io::report::print_detailed_summary(
+            out,
+            entries.map(|e| (e.cutoff, e.min_count, e.num_counts)),
+        )?;
     }
     // The indexed reader prints the heading even with no ids; the raw one only with some.
     if o.binary_ids && (listing.indexed || !listing.binary_ids.is_empty()) {
@@ -442,17 +417,4 @@ pub fn show(listing: &Listing, o: &ShowOptions, out: &mut dyn Write) -> io::Resu
         writeln!(out, "Profile version: {}", listing.version)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percent_format_matches_c_g() {
-        let f = |c: u64| format_g6((c as f32 / 1_000_000f32 * 100f32) as f64);
-        assert_eq!(f(10000), "1");
-        assert_eq!(f(999000), "99.9");
-        assert_eq!(f(999999), "99.9999");
-    }
 }

@@ -142,46 +142,33 @@ fn align_down(v: u64, align: u64) -> u64 {
 
 /// PT_LOAD segments with their alignment and flags (`object`'s generic segment API hides both).
 fn elf_load_segments(data: &[u8]) -> Option<Vec<Segment>> {
-    use object::read::elf::{FileHeader, ProgramHeader};
-    let segments = |is64: bool| -> Option<Vec<Segment>> {
-        if is64 {
-            let header = object::elf::FileHeader64::<object::Endianness>::parse(data).ok()?;
-            let endian = header.endian().ok()?;
-            let phdrs = header.program_headers(endian, data).ok()?;
-            Some(
-                phdrs
-                    .iter()
-                    .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
-                    .map(|p| Segment {
-                        address: p.p_vaddr(endian),
-                        size: p.p_memsz(endian),
-                        file_offset: p.p_offset(endian),
-                        align: p.p_align(endian),
-                        executable: p.p_flags(endian) & object::elf::PF_X != 0,
-                    })
-                    .collect(),
-            )
-        } else {
-            let header = object::elf::FileHeader32::<object::Endianness>::parse(data).ok()?;
-            let endian = header.endian().ok()?;
-            let phdrs = header.program_headers(endian, data).ok()?;
-            Some(
-                phdrs
-                    .iter()
-                    .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
-                    .map(|p| Segment {
-                        address: p.p_vaddr(endian).into(),
-                        size: p.p_memsz(endian).into(),
-                        file_offset: p.p_offset(endian).into(),
-                        align: p.p_align(endian).into(),
-                        executable: p.p_flags(endian) & object::elf::PF_X != 0,
-                    })
-                    .collect(),
-            )
-        }
-    };
-    let is64 = data.get(4) == Some(&2);
-    segments(is64)
+    match data.get(4) {
+        Some(&2) => load_segments::<object::elf::FileHeader64<object::Endianness>>(data),
+        _ => load_segments::<object::elf::FileHeader32<object::Endianness>>(data),
+    }
+}
+
+/// [`elf_load_segments`] for one ELF class.
+fn load_segments<H: object::read::elf::FileHeader<Endian = object::Endianness>>(
+    data: &[u8],
+) -> Option<Vec<Segment>> {
+    use object::read::elf::ProgramHeader;
+    let header = H::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let phdrs = header.program_headers(endian, data).ok()?;
+    Some(
+        phdrs
+            .iter()
+            .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
+            .map(|p| Segment {
+                address: p.p_vaddr(endian).into(),
+                size: p.p_memsz(endian).into(),
+                file_offset: p.p_offset(endian).into(),
+                align: p.p_align(endian).into(),
+                executable: p.p_flags(endian) & object::elf::PF_X != 0,
+            })
+            .collect(),
+    )
 }
 
 /// Lowercase hex of a build-id, as perf and BOLT print it.

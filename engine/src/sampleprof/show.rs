@@ -99,33 +99,7 @@ pub fn dump(out: &mut dyn Write, profile: &Profile) -> io::Result<()> {
     Ok(())
 }
 
-/// C's `printf("%.*g", precision, v)` for finite values.
-pub fn format_g(v: f64, precision: usize) -> String {
-    let p = precision.max(1);
-    if v == 0.0 {
-        return "0".into();
-    }
-    // The exponent after rounding to `p` significant digits decides the style.
-    let sci = format!("{:.*e}", p - 1, v);
-    let (mantissa, exp) = sci.split_once('e').expect("Rust's {:e} has an exponent");
-    let exp: i32 = exp.parse().expect("Rust's exponent is an integer");
-    if exp < -4 || exp >= p as i32 {
-        let mantissa = strip_fraction_zeros(mantissa);
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exp.abs())
-    } else {
-        let decimals = (p as i32 - 1 - exp).max(0) as usize;
-        strip_fraction_zeros(&format!("{v:.decimals$}")).to_string()
-    }
-}
-
-fn strip_fraction_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
-}
+pub use crate::io::report::format_g;
 
 /// `ProfileSummary::printSummary` for a sample profile.
 pub fn print_summary(out: &mut dyn Write, s: &Summary) -> io::Result<()> {
@@ -136,20 +110,13 @@ pub fn print_summary(out: &mut dyn Write, s: &Summary) -> io::Result<()> {
     writeln!(out, "Total count: {}", s.total_count)
 }
 
-/// `ProfileSummary::printDetailedSummary`; the percentage is computed in `float`, as LLVM does.
+/// `ProfileSummary::printDetailedSummary` of a sample profile's summary.
 pub fn print_detailed_summary(out: &mut dyn Write, s: &Summary) -> io::Result<()> {
-    writeln!(out, "Detailed summary:")?;
-    for e in &s.entries {
-        let percent = (e.cutoff as f32 / 1_000_000f32 * 100f32) as f64;
-        writeln!(
-            out,
-            "{} blocks with count >= {} account for {} percentage of the total counts.",
-            e.num_counts,
-            e.min_count,
-            format_g(percent, 6)
-        )?;
-    }
-    Ok(())
+    let entries = s.entries.iter();
+    crate::io::report::print_detailed_summary(
+        out,
+        entries.map(|e| (u64::from(e.cutoff), e.min_count, e.num_counts)),
+    )
 }
 
 /// Per-function statistics of `getFuncSampleStats` (llvm-profdata.cpp): the sum and maximum

@@ -19,10 +19,26 @@ pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq {
     fn encode(&self, prev: &Self, out: &mut Vec<u8>);
     /// Reads the row that follows `prev`.
     fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError>;
-    /// Adds `other`'s counts (same key) to this row's; returns false if a count saturated.
-    fn add_counts(&mut self, other: &Self) -> bool;
-    /// Multiplies the counts by `weight`; returns false if a count saturated.
-    fn scale_counts(&mut self, weight: u64) -> bool;
+    /// The row's counts (unused ones are 0).
+    fn counts(&self) -> [u64; 2];
+    /// Replaces the row's counts.
+    fn set_counts(&mut self, counts: [u64; 2]);
+
+    /// Adds `other`'s counts (same key) to this row's, saturating; returns false if a count
+    /// saturated.
+    fn add_counts(&mut self, other: &Self) -> bool {
+        let (a, b) = (self.counts(), other.counts());
+        let sums = [a[0].checked_add(b[0]), a[1].checked_add(b[1])];
+        self.set_counts(sums.map(|s| s.unwrap_or(u64::MAX)));
+        sums.iter().all(Option::is_some)
+    }
+
+    /// Multiplies the counts by `weight`, saturating; returns false if a count saturated.
+    fn scale_counts(&mut self, weight: u64) -> bool {
+        let products = self.counts().map(|c| c.checked_mul(weight));
+        self.set_counts(products.map(|p| p.unwrap_or(u64::MAX)));
+        products.iter().all(Option::is_some)
+    }
 }
 
 #[inline(always)]
@@ -34,29 +50,6 @@ fn zigzag(v: u64) -> u64 {
 #[inline(always)]
 fn unzigzag(v: u64) -> u64 {
     ((v >> 1) as i64 ^ -((v & 1) as i64)) as u64
-}
-
-/// `a + b`, saturating; records in `ok` whether it did.
-#[inline(always)]
-fn sat_add(a: &mut u64, b: u64, ok: &mut bool) {
-    match a.checked_add(b) {
-        Some(v) => *a = v,
-        None => {
-            *a = u64::MAX;
-            *ok = false;
-        }
-    }
-}
-
-#[inline(always)]
-fn sat_mul(a: &mut u64, b: u64, ok: &mut bool) {
-    match a.checked_mul(b) {
-        Some(v) => *a = v,
-        None => {
-            *a = u64::MAX;
-            *ok = false;
-        }
-    }
 }
 
 /// An LBR trace: the branch `branch → from`, then the fall-through `from → to`, in the
@@ -110,17 +103,11 @@ impl Row for TraceRow {
             mispreds: r.uleb128()?,
         })
     }
-    fn add_counts(&mut self, o: &Self) -> bool {
-        let mut ok = true;
-        sat_add(&mut self.count, o.count, &mut ok);
-        sat_add(&mut self.mispreds, o.mispreds, &mut ok);
-        ok
+    fn counts(&self) -> [u64; 2] {
+        [self.count, self.mispreds]
     }
-    fn scale_counts(&mut self, w: u64) -> bool {
-        let mut ok = true;
-        sat_mul(&mut self.count, w, &mut ok);
-        sat_mul(&mut self.mispreds, w, &mut ok);
-        ok
+    fn set_counts(&mut self, [count, mispreds]: [u64; 2]) {
+        (self.count, self.mispreds) = (count, mispreds);
     }
 }
 
@@ -169,17 +156,11 @@ impl Row for BranchRow {
             mispreds: r.uleb128()?,
         })
     }
-    fn add_counts(&mut self, o: &Self) -> bool {
-        let mut ok = true;
-        sat_add(&mut self.count, o.count, &mut ok);
-        sat_add(&mut self.mispreds, o.mispreds, &mut ok);
-        ok
+    fn counts(&self) -> [u64; 2] {
+        [self.count, self.mispreds]
     }
-    fn scale_counts(&mut self, w: u64) -> bool {
-        let mut ok = true;
-        sat_mul(&mut self.count, w, &mut ok);
-        sat_mul(&mut self.mispreds, w, &mut ok);
-        ok
+    fn set_counts(&mut self, [count, mispreds]: [u64; 2]) {
+        (self.count, self.mispreds) = (count, mispreds);
     }
 }
 
@@ -211,15 +192,11 @@ impl Row for IpRow {
             count: r.uleb128()?,
         })
     }
-    fn add_counts(&mut self, o: &Self) -> bool {
-        let mut ok = true;
-        sat_add(&mut self.count, o.count, &mut ok);
-        ok
+    fn counts(&self) -> [u64; 2] {
+        [self.count, 0]
     }
-    fn scale_counts(&mut self, w: u64) -> bool {
-        let mut ok = true;
-        sat_mul(&mut self.count, w, &mut ok);
-        ok
+    fn set_counts(&mut self, [count, _]: [u64; 2]) {
+        self.count = count;
     }
 }
 
@@ -258,15 +235,11 @@ impl Row for MemRow {
             count: r.uleb128()?,
         })
     }
-    fn add_counts(&mut self, o: &Self) -> bool {
-        let mut ok = true;
-        sat_add(&mut self.count, o.count, &mut ok);
-        ok
+    fn counts(&self) -> [u64; 2] {
+        [self.count, 0]
     }
-    fn scale_counts(&mut self, w: u64) -> bool {
-        let mut ok = true;
-        sat_mul(&mut self.count, w, &mut ok);
-        ok
+    fn set_counts(&mut self, [count, _]: [u64; 2]) {
+        self.count = count;
     }
 }
 
@@ -293,12 +266,10 @@ impl Row for ReturnRow {
             addr: prev.addr.wrapping_add(r.uleb128()?),
         })
     }
-    fn add_counts(&mut self, _: &Self) -> bool {
-        true
+    fn counts(&self) -> [u64; 2] {
+        [0, 0]
     }
-    fn scale_counts(&mut self, _: u64) -> bool {
-        true
-    }
+    fn set_counts(&mut self, _: [u64; 2]) {}
 }
 
 #[cfg(test)]
