@@ -16,7 +16,7 @@ pub(crate) const PIPE_HEADER_SIZE: u64 = 16;
 
 /// Feature bits (`HEADER_*` in perf's header.h).
 pub mod feature {
-    /// `HEADER_BUILD_ID`: `perf_record_header_build_id` entries (see [`parse_build_ids`]).
+    /// `HEADER_BUILD_ID`: `perf_record_header_build_id` entries (see [`parse_build_ids`](super::parse_build_ids)).
     pub const BUILD_ID: u32 = 2;
     /// `HEADER_HOSTNAME`: one perf string.
     pub const HOSTNAME: u32 = 3;

@@ -5,23 +5,23 @@ use crate::bytes::Bytes;
 
 /// Record types (`enum perf_event_type` and perf's user record types).
 pub mod kind {
-    /// `PERF_RECORD_MMAP`: an executable mapping ([`Mmap`](super::Mmap)).
+    /// `PERF_RECORD_MMAP`: an executable mapping ([`Mmap`](crate::perf::Mmap)).
     pub const MMAP: u32 = 1;
     /// `PERF_RECORD_LOST`: `{u64 id, u64 lost}` samples the kernel dropped.
     pub const LOST: u32 = 2;
-    /// `PERF_RECORD_COMM`: a thread's name ([`Comm`](super::Comm)).
+    /// `PERF_RECORD_COMM`: a thread's name ([`Comm`](crate::perf::Comm)).
     pub const COMM: u32 = 3;
-    /// `PERF_RECORD_EXIT`: a thread exited ([`Task`](super::Task)).
+    /// `PERF_RECORD_EXIT`: a thread exited ([`Task`](crate::perf::Task)).
     pub const EXIT: u32 = 4;
     /// `PERF_RECORD_THROTTLE`: sampling was throttled.
     pub const THROTTLE: u32 = 5;
     /// `PERF_RECORD_UNTHROTTLE`: sampling resumed.
     pub const UNTHROTTLE: u32 = 6;
-    /// `PERF_RECORD_FORK`: a thread was created ([`Task`](super::Task)).
+    /// `PERF_RECORD_FORK`: a thread was created ([`Task`](crate::perf::Task)).
     pub const FORK: u32 = 7;
-    /// `PERF_RECORD_SAMPLE`: one sample ([`Sample`](super::Sample)).
+    /// `PERF_RECORD_SAMPLE`: one sample ([`Sample`](crate::perf::Sample)).
     pub const SAMPLE: u32 = 9;
-    /// `PERF_RECORD_MMAP2`: a mapping with inode or build-id ([`Mmap`](super::Mmap)).
+    /// `PERF_RECORD_MMAP2`: a mapping with inode or build-id ([`Mmap`](crate::perf::Mmap)).
     pub const MMAP2: u32 = 10;
     /// `PERF_RECORD_HEADER_ATTR` (pipe mode): an attr and its ids.
     pub const HEADER_ATTR: u32 = 64;
