@@ -7,11 +7,14 @@ use std::fmt;
 /// Byte order of a file, decided once from its magic number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endian {
+    /// Least significant byte first (x86-64, AArch64 and LLVM's raw/indexed profiles).
     Little,
+    /// Most significant byte first (perf.data from big-endian hosts, GCOV).
     Big,
 }
 
 impl Endian {
+    /// Decodes 2 bytes in this byte order.
     #[inline(always)]
     pub fn u16(self, b: [u8; 2]) -> u16 {
         match self {
@@ -19,6 +22,7 @@ impl Endian {
             Endian::Big => u16::from_be_bytes(b),
         }
     }
+    /// Decodes 4 bytes in this byte order.
     #[inline(always)]
     pub fn u32(self, b: [u8; 4]) -> u32 {
         match self {
@@ -26,6 +30,7 @@ impl Endian {
             Endian::Big => u32::from_be_bytes(b),
         }
     }
+    /// Decodes 8 bytes in this byte order.
     #[inline(always)]
     pub fn u64(self, b: [u8; 8]) -> u64 {
         match self {
@@ -39,39 +44,48 @@ impl Endian {
 /// malformed file can never make a reader panic.
 #[derive(Clone, Copy, Debug)]
 pub struct Bytes<'a> {
+    /// The bytes; offsets passed to the accessors index this slice.
     pub data: &'a [u8],
+    /// The byte order multi-byte integers are read in.
     pub endian: Endian,
 }
 
 impl<'a> Bytes<'a> {
+    /// Wraps `data`, to be read in `endian` order.
     pub fn new(data: &'a [u8], endian: Endian) -> Self {
         Bytes { data, endian }
     }
 
+    /// Number of bytes.
     pub fn len(&self) -> usize {
         self.data.len()
     }
 
+    /// Whether there are no bytes.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
 
+    /// The `N` bytes at `off`, or `None` if they run past the end (or `off + N` overflows).
     #[inline(always)]
     pub fn array<const N: usize>(&self, off: usize) -> Option<[u8; N]> {
         let end = off.checked_add(N)?;
         self.data.get(off..end)?.try_into().ok()
     }
 
+    /// The u16 at `off` in [`Self::endian`] order, or `None` past the end.
     #[inline(always)]
     pub fn u16(&self, off: usize) -> Option<u16> {
         self.array(off).map(|b| self.endian.u16(b))
     }
 
+    /// The u32 at `off` in [`Self::endian`] order, or `None` past the end.
     #[inline(always)]
     pub fn u32(&self, off: usize) -> Option<u32> {
         self.array(off).map(|b| self.endian.u32(b))
     }
 
+    /// The u64 at `off` in [`Self::endian`] order, or `None` past the end.
     #[inline(always)]
     pub fn u64(&self, off: usize) -> Option<u64> {
         self.array(off).map(|b| self.endian.u64(b))

@@ -33,6 +33,7 @@
 //! - **Comparable.** Errors are `Clone + PartialEq`, so tests can match them exactly.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod bolt;
 pub mod bytes;

@@ -27,10 +27,12 @@ pub struct Location<'a> {
     pub is_symbol: bool,
     /// Unescaped name; empty is printed as `[unknown]`.
     pub name: &'a str,
+    /// Offset from the symbol's start (or the address, for `[unknown]`), written in hex.
     pub offset: u64,
 }
 
 impl<'a> Location<'a> {
+    /// A location `offset` bytes into symbol `name` (tag 1, or 4 in memory lines).
     pub fn symbol(name: &'a str, offset: u64) -> Self {
         Location {
             is_symbol: true,
@@ -39,6 +41,7 @@ impl<'a> Location<'a> {
         }
     }
 
+    /// An address outside any known symbol (tag 0, or 3 in memory lines), printed as `[unknown]`.
     pub fn unknown(offset: u64) -> Self {
         Location {
             is_symbol: false,
@@ -54,10 +57,12 @@ pub struct FdataWriter<W: Write> {
 }
 
 impl<W: Write> FdataWriter<W> {
+    /// A writer that writes lines to `out` as they come (wrap a file in a `BufWriter`).
     pub fn new(out: W) -> Self {
         FdataWriter { out }
     }
 
+    /// The underlying writer.
     pub fn into_inner(self) -> W {
         self.out
     }
@@ -77,6 +82,7 @@ impl<W: Write> FdataWriter<W> {
         self.out.write_all(b"\n")
     }
 
+    /// A branch line `<from> <to> <mispreds> <count>` (LBR profiles).
     pub fn branch(
         &mut self,
         from: &Location,
@@ -97,12 +103,14 @@ impl<W: Write> FdataWriter<W> {
         self.out.write_all(b"\n")
     }
 
+    /// A sample line `<at> <hits>` (after a `no_lbr` header).
     pub fn sample(&mut self, at: &Location, hits: i64) -> io::Result<()> {
         self.location(at, b"1 ", b"0 ")?;
         self.decimal(hits)?;
         self.out.write_all(b"\n")
     }
 
+    /// A memory line `<pc> <addr> <count>`: a load at `pc` touched `addr`.
     pub fn memory(&mut self, pc: &Location, addr: &Location, count: i64) -> io::Result<()> {
         self.location(pc, b"4 ", b"3 ")?;
         self.location(addr, b"4 ", b"3 ")?;

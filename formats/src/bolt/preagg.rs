@@ -20,30 +20,37 @@ pub struct PreaggWriter<W: Write> {
 }
 
 impl<W: Write> PreaggWriter<W> {
+    /// A writer that writes records to `out` as they come (wrap a file in a `BufWriter`).
     pub fn new(out: W) -> Self {
         PreaggWriter { out }
     }
 
+    /// The underlying writer.
     pub fn into_inner(self) -> W {
         self.out
     }
 
+    /// `E <name>`: the event the samples were taken with.
     pub fn event(&mut self, name: &str) -> io::Result<()> {
         writeln!(self.out, "E {name}")
     }
 
+    /// `S <addr> <count>`: `count` samples at `addr` (basic sampling, no LBR).
     pub fn sample(&mut self, addr: u64, count: u64) -> io::Result<()> {
         let mut line = Line::new(b"S ");
         line.hex(addr).dec(count);
         self.out.write_all(line.end())
     }
 
+    /// `T <branch> <ft_start> <ft_end> <count>` (LLVM ≥ 21): a taken branch and the fall-through
+    /// that followed; `ft_end` is [`BR_ONLY`] when none is known.
     pub fn trace(&mut self, branch: u64, ft_start: u64, ft_end: u64, count: u64) -> io::Result<()> {
         let mut line = Line::new(b"T ");
         line.hex(branch).hex(ft_start).hex(ft_end).dec(count);
         self.out.write_all(line.end())
     }
 
+    /// `B <from> <to> <count> <mispreds>`: a taken branch.
     pub fn branch(&mut self, from: u64, to: u64, count: u64, mispreds: u64) -> io::Result<()> {
         let mut line = Line::new(b"B ");
         line.hex(from).hex(to).dec(count).dec(mispreds);
@@ -127,33 +134,54 @@ pub enum Record<'a> {
     /// `E <event>`.
     Event(&'a str),
     /// `S <addr> <count>`.
-    Sample { addr: u64, count: i64 },
+    Sample {
+        /// The sampled address.
+        addr: u64,
+        /// Samples taken there.
+        count: i64,
+    },
     /// `T <branch> <ft_start> <ft_end> <count>`.
     Trace {
+        /// Address of the branch instruction (for `R`, the return).
         branch: u64,
+        /// `ft_start`: where the fall-through starts (the branch target).
         from: u64,
+        /// `ft_end`: the last fall-through address, or [`BR_ONLY`] if unknown.
         to: u64,
+        /// Times this trace was taken.
         count: i64,
     },
     /// `R <return> <ft_start> <ft_end> <count>`: a trace whose branch is a return.
     Return {
+        /// Address of the branch instruction (for `R`, the return).
         branch: u64,
+        /// `ft_start`: where the fall-through starts (the branch target).
         from: u64,
+        /// `ft_end`: the last fall-through address, or [`BR_ONLY`] if unknown.
         to: u64,
+        /// Times this trace was taken.
         count: i64,
     },
     /// `B <from> <to> <count> <mispreds>`.
     Branch {
+        /// Branch source address.
         from: u64,
+        /// Branch target address.
         to: u64,
+        /// Times taken.
         count: i64,
+        /// Times mispredicted.
         mispreds: i64,
     },
     /// `F` (`origin` 'F'), `f` (external origin) or `r` (after an external return).
     FallThrough {
+        /// The record letter: `b'F'`, `b'f'` or `b'r'`.
         origin: u8,
+        /// Start address of the fall-through range.
         from: u64,
+        /// End address of the fall-through range.
         to: u64,
+        /// Times the range was executed.
         count: i64,
     },
 }
@@ -163,9 +191,11 @@ pub enum Record<'a> {
 pub struct ParseError {
     /// 1-based line and column.
     pub line: usize,
+    /// 1-based byte column in that line.
     pub column: usize,
     /// Byte offset in the input.
     pub offset: usize,
+    /// What the grammar expected there (e.g. `"a hex address"`).
     pub expected: &'static str,
 }
 

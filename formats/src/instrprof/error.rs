@@ -5,9 +5,12 @@ use std::fmt;
 
 use crate::error::Cause;
 
+/// Where an error happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Location {
+    /// A byte offset in a binary input (raw or indexed).
     Byte(u64),
+    /// A 1-based line number in a text input.
     Line(u64),
 }
 
@@ -32,11 +35,14 @@ pub enum ErrorKind {
     BadHeader(String),
     /// A raw profile of a version this reader was told not to accept.
     RawVersionMismatch {
+        /// The version in the file's header.
         found: u64,
+        /// The version the reader was told to accept.
         expected: u64,
     },
     /// A version this reader does not know.
     UnsupportedVersion(String),
+    /// An indexed profile whose `HashType` is not MD5 (`IndexedInstrProf::HashT::MD5` = 0).
     UnsupportedHashType(u64),
     /// The input ends inside a structure.
     Truncated(&'static str),
@@ -50,7 +56,9 @@ pub enum ErrorKind {
     /// A raw counter above 2^56: LLVM's "excessively large counter value" (a warning that
     /// llvm-profdata counts as an input error).
     CounterValueTooLarge {
+        /// The function's name (or GUID if the name is unknown).
         function: String,
+        /// The counter value as read.
         value: u64,
     },
     /// A raw profile with data records read with a binary for correlation.
@@ -59,9 +67,12 @@ pub enum ErrorKind {
     UnsupportedFeature(String),
 }
 
+/// An instrumentation-profile error: what went wrong and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
+    /// Where decoding stopped.
     pub at: Location,
+    /// What went wrong.
     pub kind: ErrorKind,
 }
 
@@ -78,9 +89,11 @@ impl Error {
             kind,
         }
     }
+    /// [`ErrorKind::Malformed`] at byte `offset`, explained by `why`.
     pub fn malformed(offset: usize, why: impl Into<String>) -> Error {
         Error::at_byte(offset, ErrorKind::Malformed(why.into()))
     }
+    /// [`ErrorKind::Truncated`] at byte `offset`, inside `what`.
     pub fn truncated(offset: usize, what: &'static str) -> Error {
         Error::at_byte(offset, ErrorKind::Truncated(what))
     }
@@ -129,4 +142,5 @@ impl std::error::Error for Error {
     }
 }
 
+/// `Result` with an instrprof [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

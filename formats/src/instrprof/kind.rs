@@ -6,36 +6,57 @@ pub struct ProfileKind(pub u32);
 
 /// Variant flags in the high 32 bits of a raw or indexed version word.
 pub mod variant {
+    /// `VARIANT_MASK_IR_PROF` (InstrProfData.inc): an IR-level (not front-end) profile.
     pub const IR_PROF: u64 = 1 << 56;
+    /// `VARIANT_MASK_CSIR_PROF`: a context-sensitive IR profile.
     pub const CSIR_PROF: u64 = 1 << 57;
+    /// `VARIANT_MASK_INSTR_ENTRY`: instrumented at function entry (`-pgo-instrument-entry`).
     pub const INSTR_ENTRY: u64 = 1 << 58;
+    /// `VARIANT_MASK_DBG_CORRELATE`: names and data come from debug info (`-debug-info-correlate`).
     pub const DBG_CORRELATE: u64 = 1 << 59;
+    /// `VARIANT_MASK_BYTE_COVERAGE`: single-byte coverage counters (0 = covered).
     pub const BYTE_COVERAGE: u64 = 1 << 60;
+    /// `VARIANT_MASK_FUNCTION_ENTRY_ONLY`: only the entry counter of each function.
     pub const FUNCTION_ENTRY_ONLY: u64 = 1 << 61;
+    /// `VARIANT_MASK_MEMPROF`: carries a memory profile.
     pub const MEMPROF: u64 = 1 << 62;
+    /// `VARIANT_MASK_TEMPORAL_PROF`: carries temporal traces.
     pub const TEMPORAL_PROF: u64 = 1 << 63;
+    /// `VARIANT_MASKS_ALL`: every variant bit; the low 32 bits are the version number.
     pub const MASK_ALL: u64 = 0xffff_ffff_0000_0000;
 }
 
 impl ProfileKind {
+    /// No kind bit: what a raw reader reports for front-end profiles.
     pub const UNKNOWN: ProfileKind = ProfileKind(0);
+    /// `InstrProfKind::FrontendInstrumentation`: clang front-end counters.
     pub const FRONTEND: ProfileKind = ProfileKind(0x1);
+    /// `InstrProfKind::IRInstrumentation`: IR-level counters.
     pub const IR: ProfileKind = ProfileKind(0x2);
+    /// `InstrProfKind::FunctionEntryInstrumentation`: the entry block's counter comes first.
     pub const ENTRY_FIRST: ProfileKind = ProfileKind(0x4);
+    /// `InstrProfKind::ContextSensitive`: context-sensitive IR profile.
     pub const CONTEXT_SENSITIVE: ProfileKind = ProfileKind(0x8);
+    /// `InstrProfKind::SingleByteCoverage`: one byte per counter, coverage only.
     pub const SINGLE_BYTE_COVERAGE: ProfileKind = ProfileKind(0x10);
+    /// `InstrProfKind::FunctionEntryOnly`: only function entry counts.
     pub const FUNCTION_ENTRY_ONLY: ProfileKind = ProfileKind(0x20);
+    /// `InstrProfKind::MemProf`: a memory profile is present.
     pub const MEMPROF: ProfileKind = ProfileKind(0x40);
+    /// `InstrProfKind::TemporalProfile`: temporal traces are present.
     pub const TEMPORAL: ProfileKind = ProfileKind(0x80);
 
+    /// Whether any bit of `other` is set.
     pub fn has(self, other: ProfileKind) -> bool {
         self.0 & other.0 != 0
     }
 
+    /// Sets the bits of `other`.
     pub fn insert(&mut self, other: ProfileKind) {
         self.0 |= other.0;
     }
 
+    /// Clears the bits of `other`.
     pub fn remove(&mut self, other: ProfileKind) {
         self.0 &= !other.0;
     }

@@ -19,14 +19,17 @@ pub struct NameList {
 }
 
 impl NameList {
+    /// The names, in the order they were decoded.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
         self.spans.iter().map(|&(s, e)| &self.buffer[s..e])
     }
 
+    /// Number of names.
     pub fn len(&self) -> usize {
         self.spans.len()
     }
 
+    /// Name `i` (0-based, decode order), or `None` past the end.
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         self.spans.get(i).map(|&(s, e)| &self.buffer[s..e])
     }
@@ -39,6 +42,7 @@ impl NameList {
             .extend(other.spans.iter().map(|&(s, e)| (s + base, e + base)));
     }
 
+    /// Whether the list holds no names.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
@@ -143,6 +147,7 @@ pub struct Symtab {
 }
 
 impl Symtab {
+    /// The table of `names`, keyed by their [`md5_guid`].
     pub fn from_names<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Symtab {
         let mut entries: Vec<(u64, Box<[u8]>)> = names
             .into_iter()
@@ -153,6 +158,7 @@ impl Symtab {
         Symtab { entries }
     }
 
+    /// The name whose MD5 GUID is `hash`, if the table has one.
     pub fn name(&self, hash: u64) -> Option<&[u8]> {
         let i = self.entries.binary_search_by_key(&hash, |e| e.0).ok()?;
         Some(&self.entries[i].1)

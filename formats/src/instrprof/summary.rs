@@ -6,19 +6,30 @@ use std::collections::BTreeMap;
 /// `{Cutoff, MinBlockCount, NumBlocks}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SummaryEntry {
+    /// `Cutoff`: the percentile, in parts per million (990000 = 99%).
     pub cutoff: u64,
+    /// `MinBlockCount`: the smallest block count among the hottest blocks that reach `cutoff`.
     pub min_count: u64,
+    /// `NumBlocks`: how many block counts reach `min_count`.
     pub num_counts: u64,
 }
 
+/// `IndexedInstrProf::Summary`: the fields of `SummaryFieldKind` plus the detailed entries.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// `TotalNumFunctions`: records counted.
     pub total_num_functions: u64,
+    /// `TotalNumBlocks`: counters counted.
     pub total_num_blocks: u64,
+    /// `MaxFunctionCount`: the largest entry (first) counter.
     pub max_function_count: u64,
+    /// `MaxBlockCount`: the largest counter of all.
     pub max_block_count: u64,
+    /// `MaxInternalBlockCount`: the largest non-entry counter.
     pub max_internal_block_count: u64,
+    /// `TotalBlockCount`: the sum of all counters (wrapping, as LLVM's u64 sum).
     pub total_block_count: u64,
+    /// The detailed summary, one entry per `ProfileSummaryBuilder::DefaultCutoffs` cutoff.
     pub entries: Vec<SummaryEntry>,
 }
 
@@ -62,6 +73,7 @@ impl SummaryBuilder {
         *f = f.wrapping_add(1);
     }
 
+    /// The summary of the counts added so far.
     pub fn finish(&self) -> Summary {
         let by_count = self.frequencies.iter().rev().map(|(&c, &f)| (c, f));
         let entries = crate::summary::detailed(self.total_count, by_count)

@@ -152,6 +152,7 @@ fn trim(s: &[u8]) -> &[u8] {
 pub struct TextReader<'a> {
     lines: Lines<'a>,
     kind: ProfileKind,
+    /// The `:temporal_prof_traces` section, if the header announced one.
     pub temporal: TemporalTraces,
     /// Indirect-call and vtable target names met in value profiles (they join LLVM's symtab).
     pub value_names: Vec<Vec<u8>>,
@@ -160,6 +161,7 @@ pub struct TextReader<'a> {
 }
 
 impl<'a> TextReader<'a> {
+    /// Reads the header lines (`:ir`, `:fe`, `:csir`, ...) and any temporal traces.
     pub fn new(data: &'a [u8]) -> Result<TextReader<'a>> {
         let mut reader = TextReader {
             lines: Lines::new(data),
@@ -172,6 +174,7 @@ impl<'a> TextReader<'a> {
         Ok(reader)
     }
 
+    /// The kind the header lines declare.
     pub fn kind(&self) -> ProfileKind {
         self.kind
     }

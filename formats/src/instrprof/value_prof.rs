@@ -15,6 +15,7 @@ use super::record::{Record, ValueData, ValueSite, NUM_VALUE_KINDS};
 /// A parsed block: the sites of each kind that appears, in file order, and its size.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ValueProfBlock {
+    /// `ValueProfData::TotalSize`: bytes of the block, header included (a multiple of 8).
     pub total_size: u32,
     /// (kind, sites) in the order the block lists them.
     pub kinds: Vec<(usize, Vec<ValueSite>)>,

@@ -9,8 +9,15 @@ use crate::error::Cause;
 /// decompressed stream of the COMPRESSED record that starts at `record`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Offset {
+    /// An absolute byte offset in the input file (or pipe stream).
     File(u64),
-    Compressed { record: u64, decompressed: u64 },
+    /// A place inside the zstd stream of `perf record -z`.
+    Compressed {
+        /// File offset of the COMPRESSED record whose payload the stream started in.
+        record: u64,
+        /// Byte offset inside the decompressed record stream.
+        decompressed: u64,
+    },
 }
 
 impl fmt::Display for Offset {
@@ -28,6 +35,7 @@ impl fmt::Display for Offset {
     }
 }
 
+/// What went wrong while decoding perf.data; [`Error`] adds where.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -37,15 +45,22 @@ pub enum ErrorKind {
     BadHeaderSize(u64),
     /// A structure ends past the end of the input.
     Truncated {
+        /// The structure being read (e.g. `"perf_event_attr"`).
         what: &'static str,
+        /// Bytes it needs.
         needed: u64,
+        /// Bytes left in the input from its start.
         available: u64,
     },
     /// A header section (attrs, data, features) lies outside the file.
     SectionOutOfBounds {
+        /// The section (`"attrs"`, `"data"`, `"feature"`).
         what: &'static str,
+        /// The section's `perf_file_section.offset`.
         offset: u64,
+        /// The section's `perf_file_section.size`.
         size: u64,
+        /// Length of the input in bytes.
         file_size: u64,
     },
     /// `attr_size` cannot hold a `perf_event_attr` plus its ids section.
@@ -55,10 +70,15 @@ pub enum ErrorKind {
     /// There are no event attributes at all.
     NoAttrs,
     /// A record header's size is below 8 bytes.
-    RecordTooSmall { size: u16 },
+    RecordTooSmall {
+        /// `perf_event_header.size` as read.
+        size: u16,
+    },
     /// A SAMPLE record is shorter than its `sample_type` requires.
     SampleTooShort {
+        /// The `PERF_SAMPLE_*` field that did not fit (e.g. `"BRANCH_STACK"`).
         field: &'static str,
+        /// `perf_event_header.size` of the SAMPLE record.
         record_size: usize,
     },
     /// A sample or side-band record names an event id that no attr declares.
@@ -66,24 +86,43 @@ pub enum ErrorKind {
     /// Several events whose samples cannot be told apart (no common id position).
     AmbiguousEvents,
     /// A record's body is shorter than its fixed layout.
-    RecordBodyTooShort { record_type: u32, size: usize },
+    RecordBodyTooShort {
+        /// `perf_event_header.type`.
+        record_type: u32,
+        /// `perf_event_header.size`, in bytes.
+        size: usize,
+    },
     /// The zstd stream of COMPRESSED records could not be decoded.
     Zstd(Cause),
     /// COMPRESSED2's declared payload does not fit its record.
-    BadCompressed2 { data_size: u64, record_size: u16 },
+    BadCompressed2 {
+        /// The record's u64 `data_size`.
+        data_size: u64,
+        /// `perf_event_header.size` of the record.
+        record_size: u16,
+    },
     /// The stream ended in the middle of a record.
-    PartialRecord { have: u64, need: u64 },
+    PartialRecord {
+        /// Bytes of the record that were there.
+        have: u64,
+        /// Bytes the record needs (its header's `size`, or 8 for the header itself).
+        need: u64,
+    },
     /// Reading the input failed.
     Io(Cause),
 }
 
+/// A perf.data decoding error: what went wrong and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
+    /// Where decoding stopped.
     pub offset: Offset,
+    /// What went wrong.
     pub kind: ErrorKind,
 }
 
 impl Error {
+    /// An error of `kind` at absolute file offset `offset`.
     pub fn at(offset: u64, kind: ErrorKind) -> Self {
         Error {
             offset: Offset::File(offset),
@@ -174,4 +213,5 @@ impl std::error::Error for Error {
     }
 }
 
+/// `Result` with a perf [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

@@ -9,9 +9,12 @@ use super::header::AttrEntry;
 use super::sample::SampleLayout;
 use crate::bytes::Bytes;
 
+/// The events of one capture, each with its precomputed [`SampleLayout`], indexed by sample id.
 #[derive(Clone, Debug, Default)]
 pub struct EventSet {
+    /// The events, in attr-section (or HEADER_ATTR) order.
     pub attrs: Vec<AttrEntry>,
+    /// `layouts[i]` is the sample layout of `attrs[i]`.
     pub layouts: Vec<SampleLayout>,
     by_id: HashMap<u64, usize>,
 }
@@ -47,10 +50,12 @@ impl EventSet {
         Ok(())
     }
 
+    /// Whether no event has been added.
     pub fn is_empty(&self) -> bool {
         self.attrs.is_empty()
     }
 
+    /// The first event's attr (perf decodes `sample_id_all` trailers with it before an id is known).
     pub fn first_attr(&self) -> Option<&EventAttr> {
         self.attrs.first().map(|a| &a.attr)
     }

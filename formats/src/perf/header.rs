@@ -7,25 +7,39 @@ use crate::bytes::{Bytes, Endian};
 
 /// "PERFILE2" read as a little-endian u64.
 pub const MAGIC: u64 = 0x3245_4c49_4652_4550;
-pub const FILE_HEADER_SIZE: u64 = 104;
-pub const LEGACY_HEADER_SIZE: u64 = 72;
-pub const PIPE_HEADER_SIZE: u64 = 16;
+/// `sizeof(struct perf_file_header)`: the `perf_file_header.size` of a current file-mode capture.
+pub(crate) const FILE_HEADER_SIZE: u64 = 104;
+/// `offsetof(perf_file_header, adds_features)`: the legacy header size, read with an empty feature bitmap.
+pub(crate) const LEGACY_HEADER_SIZE: u64 = 72;
+/// `sizeof(struct perf_pipe_file_header)` (`{u64 magic, u64 size}`): `size` in pipe mode.
+pub(crate) const PIPE_HEADER_SIZE: u64 = 16;
 
 /// Feature bits (`HEADER_*` in perf's header.h).
 pub mod feature {
+    /// `HEADER_BUILD_ID`: `perf_record_header_build_id` entries (see [`parse_build_ids`](super::parse_build_ids)).
     pub const BUILD_ID: u32 = 2;
+    /// `HEADER_HOSTNAME`: one perf string.
     pub const HOSTNAME: u32 = 3;
+    /// `HEADER_OSRELEASE`: one perf string (`uname -r`).
     pub const OSRELEASE: u32 = 4;
+    /// `HEADER_VERSION`: one perf string, the perf tool version.
     pub const VERSION: u32 = 5;
+    /// `HEADER_ARCH`: one perf string (`uname -m`).
     pub const ARCH: u32 = 6;
+    /// `HEADER_CMDLINE`: `u32 nr` perf strings, the recording command line.
     pub const CMDLINE: u32 = 11;
+    /// `HEADER_EVENT_DESC`: event names per attr.
     pub const EVENT_DESC: u32 = 12;
+    /// `HEADER_COMPRESSED`: the compression parameters of `perf record -z`.
     pub const COMPRESSED: u32 = 27;
 }
 
+/// How a capture was written: `perf_file_header.size` tells them apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// `perf record -o file`: a 104-byte (or legacy 72-byte) header, attrs and data sections, feature sections.
     File,
+    /// `perf record -o -`: a 16-byte header; attrs, features and build-ids arrive as records in the stream.
     Pipe,
 }
 
@@ -56,38 +70,56 @@ pub fn detect(data: &[u8]) -> Result<(Endian, Mode)> {
 /// One event: its attr, its sample ids, and its name if the file says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AttrEntry {
+    /// The event's `perf_event_attr`.
     pub attr: EventAttr,
+    /// The sample ids of this event (the attr's `ids` section, or the ids of a HEADER_ATTR record), in file order.
     pub ids: Vec<u64>,
+    /// The event name from HEADER_EVENT_DESC (or an EVENT_UPDATE name), if the file has one.
     pub name: Option<String>,
 }
 
 /// One entry of the BUILD_ID feature (or a pipe-mode HEADER_BUILD_ID record).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuildIdEntry {
+    /// `pid` of the build-id entry (-1 for the kernel and for entries not tied to a process).
     pub pid: i32,
+    /// `header.misc & PERF_RECORD_MISC_CPUMODE_MASK`: the cpumode the binary was mapped in.
     pub cpumode: u16,
+    /// The build id bytes: the record's `size` byte wide with `PERF_RECORD_MISC_BUILD_ID_SIZE`, else the 20 bytes with trailing zeros stripped.
     pub build_id: Vec<u8>,
+    /// The binary's path as recorded, without its NUL padding.
     pub filename: Vec<u8>,
 }
 
 /// The feature sections this project reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Features {
+    /// HEADER_BUILD_ID entries, in file order.
     pub build_ids: Vec<BuildIdEntry>,
+    /// HEADER_CMDLINE: the recording command line, one string per argument.
     pub cmdline: Vec<String>,
+    /// HEADER_HOSTNAME.
     pub hostname: Option<String>,
+    /// HEADER_OSRELEASE: the kernel release of the recording machine.
     pub os_release: Option<String>,
+    /// HEADER_VERSION: the perf version that wrote the file.
     pub perf_version: Option<String>,
+    /// HEADER_ARCH: the machine architecture (`uname -m`).
     pub arch: Option<String>,
 }
 
 /// A file-mode header with its attrs and features; the data section is `data_offset..+data_size`.
 #[derive(Clone, Debug)]
 pub struct FileHeader {
+    /// Byte order of the file (from the magic); all sections are read in it.
     pub endian: Endian,
+    /// The events of the attrs section, in file order.
     pub attrs: Vec<AttrEntry>,
+    /// `perf_file_header.data.offset`: absolute file offset of the first record.
     pub data_offset: u64,
+    /// `perf_file_header.data.size` in bytes; the feature-section table follows at `data_offset + data_size`.
     pub data_size: u64,
+    /// The feature sections named by the header's `adds_features` bitmap (empty for a 72-byte header).
     pub features: Features,
 }
 

@@ -7,13 +7,18 @@ use crate::bytes::{Bytes, Endian, Reader};
 /// What a SAMPLE of one event looks like, precomputed once per attr.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SampleLayout {
+    /// The attr's `sample_type`: which [`sample_type`](super::attr::sample_type) fields a SAMPLE carries.
     pub sample_type: u64,
+    /// The attr's `read_format`: the layout of the `PERF_SAMPLE_READ` block.
     pub read_format: u64,
+    /// `branch_sample_type` has `PERF_SAMPLE_BRANCH_HW_INDEX`: a u64 `hw_idx` precedes the branch entries.
     pub branch_hw_index: bool,
     /// Branch counters follow the entries (decided by the group leader; we use the event's own
     /// flag, which is the same for the single-event groups perf record writes).
     pub branch_counters: bool,
+    /// Number of registers in a `PERF_SAMPLE_REGS_USER` block (popcount of `sample_regs_user`).
     pub regs_user: u32,
+    /// Number of registers in a `PERF_SAMPLE_REGS_INTR` block (popcount of `sample_regs_intr`).
     pub regs_intr: u32,
     /// Offset of the event id inside a SAMPLE body, if it can be told from the layout.
     pub sample_id_offset: Option<usize>,
@@ -21,10 +26,12 @@ pub struct SampleLayout {
     pub trailer_id_from_end: Option<usize>,
     /// Size of the `sample_id_all` trailer of non-sample records.
     pub trailer_size: usize,
+    /// The attr's `sample_id_all` flag: non-sample records end with a `sample_id` trailer.
     pub sample_id_all: bool,
 }
 
 impl SampleLayout {
+    /// Precomputes the layout of `attr`'s SAMPLE records and `sample_id` trailers.
     pub fn new(attr: &EventAttr) -> SampleLayout {
         let t = attr.sample_type;
         let sample_id_offset = if t & st::IDENTIFIER != 0 {
@@ -218,36 +225,56 @@ fn skip_regs(c: &mut Reader<'_>, count: u32) -> Option<()> {
 /// One decoded SAMPLE. Absent scalar fields read as 0; absent variable-length fields as `None`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sample<'a> {
+    /// `PERF_SAMPLE_IDENTIFIER` or `PERF_SAMPLE_ID`: the event id, to find the sample's attr.
     pub id: Option<u64>,
+    /// `PERF_SAMPLE_IP`: the sampled instruction address.
     pub ip: u64,
+    /// `PERF_SAMPLE_TID`: process id.
     pub pid: u32,
+    /// `PERF_SAMPLE_TID`: thread id.
     pub tid: u32,
+    /// `PERF_SAMPLE_TIME`: the timestamp, in perf's clock (nanoseconds).
     pub time: Option<u64>,
+    /// `PERF_SAMPLE_ADDR`: the data address.
     pub addr: u64,
+    /// `PERF_SAMPLE_STREAM_ID`.
     pub stream_id: u64,
+    /// `PERF_SAMPLE_CPU`: the cpu number (the `res` half is skipped).
     pub cpu: u32,
+    /// `PERF_SAMPLE_PERIOD`: events counted since the previous sample.
     pub period: u64,
+    /// `PERF_SAMPLE_CALLCHAIN`: the `ips[nr]` u64 words, in the file's byte order, innermost first.
     pub callchain: Option<Bytes<'a>>,
+    /// `PERF_SAMPLE_RAW`: the raw tracepoint/PMU payload (`size` bytes).
     pub raw: Option<&'a [u8]>,
+    /// `PERF_SAMPLE_BRANCH_STACK`: the LBR entries.
     pub branch_stack: Option<BranchStack<'a>>,
+    /// `PERF_SAMPLE_WEIGHT` or `PERF_SAMPLE_WEIGHT_STRUCT`: the weight word as written.
     pub weight: u64,
+    /// `PERF_SAMPLE_DATA_SRC`: `perf_mem_data_src` as a u64.
     pub data_src: u64,
+    /// `PERF_SAMPLE_PHYS_ADDR`: the physical data address.
     pub phys_addr: u64,
+    /// `PERF_SAMPLE_CGROUP`: the cgroup id.
     pub cgroup: u64,
 }
 
 /// The LBR entries of a sample, newest first, still in their on-disk bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct BranchStack<'a> {
+    /// The `perf_branch_entry[nr]` array, `nr * BranchEntry::SIZE` bytes in the file's byte order.
     pub entries: Bytes<'a>,
+    /// `hw_idx` when the attr has `PERF_SAMPLE_BRANCH_HW_INDEX` (the LBR hardware index of the newest entry).
     pub hw_index: Option<u64>,
 }
 
 impl<'a> BranchStack<'a> {
+    /// Number of entries (`nr`).
     pub fn len(&self) -> usize {
         self.entries.len() / BranchEntry::SIZE
     }
 
+    /// Whether the stack has no entries.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -282,12 +309,16 @@ impl<'a> BranchStack<'a> {
 /// `struct perf_branch_entry`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BranchEntry {
+    /// `perf_branch_entry.from`: the branch source address.
     pub from: u64,
+    /// `perf_branch_entry.to`: the branch target address.
     pub to: u64,
+    /// The bitfield word (`mispred`, `predicted`, ..., `cycles`, `type`, `spec`).
     pub flags: BranchFlags,
 }
 
 impl BranchEntry {
+    /// `sizeof(struct perf_branch_entry)` in bytes: from, to and the flag word.
     pub const SIZE: usize = 24;
 
     /// An entry from its `SIZE` bytes (the caller has checked the length).
@@ -320,24 +351,31 @@ impl BranchFlags {
             Endian::Big => BranchFlags(mirror_branch_flags(raw)),
         }
     }
+    /// `perf_branch_entry.mispred` (bit 0): the branch was mispredicted.
     pub fn mispred(self) -> bool {
         self.0 & 1 != 0
     }
+    /// `perf_branch_entry.predicted` (bit 1): the branch was predicted correctly.
     pub fn predicted(self) -> bool {
         self.0 & 2 != 0
     }
+    /// `perf_branch_entry.in_tx` (bit 2): the branch was inside a hardware transaction.
     pub fn in_tx(self) -> bool {
         self.0 & 4 != 0
     }
+    /// `perf_branch_entry.abort` (bit 3): the branch aborted a transaction.
     pub fn abort(self) -> bool {
         self.0 & 8 != 0
     }
+    /// `perf_branch_entry.cycles` (bits 4..20): cycles since the previous branch, 0 if unknown.
     pub fn cycles(self) -> u16 {
         (self.0 >> 4) as u16
     }
+    /// `perf_branch_entry.type` (bits 20..24): `PERF_BR_*` branch type.
     pub fn branch_type(self) -> u8 {
         ((self.0 >> 20) & 0xf) as u8
     }
+    /// `perf_branch_entry.spec` (bits 24..26): `PERF_BR_SPEC_*` speculation outcome.
     pub fn spec(self) -> u8 {
         ((self.0 >> 24) & 0x3) as u8
     }

@@ -10,7 +10,9 @@ use super::sample::{BranchEntry, Sample};
 /// Which sample fields to print, as `perf script -F`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fields {
+    /// `-F ip`: print the sample's instruction pointer.
     pub ip: bool,
+    /// `-F brstack`: print the branch stack entries.
     pub brstack: bool,
 }
 

@@ -8,8 +8,11 @@ use crate::error::Cause;
 /// One record inside a buffer: its header, body (without header), and where it started.
 #[derive(Clone, Copy, Debug)]
 pub struct RecordRef<'a> {
+    /// Stream offset of the record's header (absolute file offset, or decompressed-stream offset).
     pub offset: u64,
+    /// The record's `perf_event_header`.
     pub header: RecordHeader,
+    /// The record without its 8-byte header, `header.size - 8` bytes (hidden payloads not included).
     pub body: Bytes<'a>,
 }
 
@@ -19,7 +22,10 @@ pub enum Next<'a> {
     /// A whole record, and the position after it (including any hidden payload).
     Record(RecordRef<'a>, usize),
     /// The buffer ends inside a record that needs `need` bytes from `pos`.
-    Incomplete { need: u64 },
+    Incomplete {
+        /// Bytes the record needs from `pos` (8 while the header itself is cut).
+        need: u64,
+    },
     /// Nothing left.
     End,
 }
@@ -71,6 +77,7 @@ pub struct Records<'a> {
 }
 
 impl<'a> Records<'a> {
+    /// Iterates `buf`, whose first byte is at stream offset `base` (used in errors and [`RecordRef::offset`]).
     pub fn new(buf: Bytes<'a>, base: u64) -> Self {
         Records {
             buf,
@@ -141,6 +148,7 @@ pub struct ZstdStream {
 }
 
 impl ZstdStream {
+    /// A fresh zstd decoder for one writer's stream.
     pub fn new() -> Result<Self, Error> {
         let decoder = zstd::stream::raw::Decoder::new()
             .map_err(|e| Error::at(0, ErrorKind::Zstd(Cause::new(e))))?;

@@ -21,28 +21,47 @@ pub(crate) const VERSION: u64 = 103;
 
 /// ExtBinary section types.
 pub mod sec {
+    /// `SecProfSummary`: the profile summary.
     pub const SUMMARY: u64 = 1;
+    /// `SecNameTable`: the function name table (strings or MD5s).
     pub const NAME_TABLE: u64 = 2;
+    /// `SecProfileSymbolList`: names of all functions in the binary.
     pub const SYMBOL_LIST: u64 = 3;
+    /// `SecFuncOffsetTable`: where each function's profile starts in the LBR section.
     pub const FUNC_OFFSET: u64 = 4;
+    /// `SecFuncMetadata`: per-function checksums and attributes.
     pub const FUNC_METADATA: u64 = 5;
+    /// `SecCSNameTable`: the calling-context table of CS profiles.
     pub const CS_NAME_TABLE: u64 = 6;
+    /// `SecLBRProfile` (`SecFuncProfileFirst`): the function profiles.
     pub const LBR_PROFILE: u64 = 32;
 }
 
 /// ExtBinary section flags: common ones in the low 32 bits, section-specific ones above.
 pub mod flag {
+    /// `SecFlagCompress` (all sections): the section is zlib-compressed.
     pub const COMPRESS: u64 = 1;
+    /// `SecFlagFlat` (all sections): written flat, without nested profiles.
     pub const FLAT: u64 = 2;
+    /// `SecFlagMD5Name` (NAME_TABLE): names are MD5 GUIDs.
     pub const MD5_NAME: u64 = 1 << 32;
+    /// `SecFlagFixedLengthMD5` (NAME_TABLE): the GUIDs are fixed 8-byte little-endian words.
     pub const FIXED_LENGTH_MD5: u64 = 2 << 32;
+    /// `SecFlagUniqSuffix` (NAME_TABLE): names carry `.__uniq.` suffixes.
     pub const UNIQ_SUFFIX: u64 = 4 << 32;
+    /// `SecFlagPartial` (SUMMARY): a partial profile.
     pub const PARTIAL: u64 = 1 << 32;
+    /// `SecFlagFullContext` (SUMMARY): a context-sensitive (CSSPGO) profile.
     pub const FULL_CONTEXT: u64 = 2 << 32;
+    /// `SecFlagFSDiscriminator` (SUMMARY): flow-sensitive discriminators.
     pub const FS_DISCRIMINATOR: u64 = 4 << 32;
+    /// `SecFlagIsPreInlined` (SUMMARY): some context should be inlined.
     pub const PRE_INLINED: u64 = 16 << 32;
+    /// `SecFlagIsProbeBased` (FUNC_METADATA): pseudo-probe profile with checksums.
     pub const PROBE_BASED: u64 = 1 << 32;
+    /// `SecFlagHasAttribute` (FUNC_METADATA): the section carries `!Attributes`.
     pub const HAS_ATTRIBUTE: u64 = 2 << 32;
+    /// `SecFlagOrdered` (FUNC_OFFSET): the offset table is in profile order.
     pub const ORDERED: u64 = 1 << 32;
 }
 
@@ -280,11 +299,16 @@ pub fn read_raw(data: &[u8]) -> Result<Profile> {
     Ok(d.profile)
 }
 
+/// One entry of the ExtBinary section header table (LLVM `SecHdrTableEntry`), four u64 little-endian words.
 #[derive(Clone, Copy, Debug)]
 pub struct SectionEntry {
+    /// `Type`: a [`sec`] value.
     pub kind: u64,
+    /// `Flags`: [`flag`] bits (section-specific ones shifted left by 32).
     pub flags: u64,
+    /// `Offset`: the section's start, in bytes from the start of the file.
     pub offset: u64,
+    /// `Size`: the section's length in bytes (compressed length if [`flag::COMPRESS`]).
     pub size: u64,
 }
 

@@ -7,6 +7,7 @@ use std::fmt;
 use crate::bytes::{ReadError, ReadErrorKind};
 use crate::error::Cause;
 
+/// Why a sample profile could not be read or written; each variant carries its own location.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -14,30 +15,54 @@ pub enum Error {
     UnrecognizedFormat,
     /// A text line could not be parsed. `expected` is LLVM's message prefix.
     Text {
+        /// 1-based line number.
         line: usize,
+        /// What the line should have been.
         expected: TextExpectation,
+        /// The offending line as read (lossily decoded).
         found: String,
     },
     /// A count saturated at 2^64-1 while adding samples (LLVM: "Counter overflow").
     CounterOverflow,
     /// The input ends inside a structure.
-    Truncated { offset: u64, what: &'static str },
+    Truncated {
+        /// Byte offset where the structure starts (or where reading stopped).
+        offset: u64,
+        /// The structure being read (a field or section name).
+        what: &'static str,
+    },
     /// A structure is present but its content is invalid.
-    Malformed { offset: u64, what: String },
+    Malformed {
+        /// Byte offset of the invalid structure.
+        offset: u64,
+        /// What is wrong with it.
+        what: String,
+    },
     /// A GCOV v4 text profile could not be parsed (1-based line and column).
     V4Text {
+        /// 1-based line number.
         line: usize,
+        /// 1-based column.
         column: usize,
+        /// What the parser expected or found.
         message: String,
     },
     /// The profile is well-formed but inconsistent (e.g. refers to an undeclared symbol).
     Invalid(String),
     /// A binary profile of a version this reader does not know.
-    UnsupportedVersion { offset: u64, version: u64 },
+    UnsupportedVersion {
+        /// Byte offset of the version field.
+        offset: u64,
+        /// The version as read.
+        version: u64,
+    },
     /// A zlib-compressed section failed to inflate; `source` is the inflater's error.
     Zlib {
+        /// Byte offset of the compressed section.
         offset: u64,
+        /// The inflater's message.
         message: String,
+        /// The inflater's error, if it produced one.
         source: Option<Cause>,
     },
     /// The profile cannot be written in the requested format.
@@ -46,10 +71,15 @@ pub enum Error {
     Io(Cause),
 }
 
+/// Which rule a text sample profile line broke; selects LLVM's message in [`Error::Text`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TextExpectation {
+    /// A function header `name:total:head` was expected ("Expected 'mangled_name:NUM:NUM'").
     Header,
+    /// A body line `offset[.disc]: count [target:count]...` or a callsite header was expected.
     Body,
+    /// A non-metadata line (`!CFGChecksum`, `!Attributes`) came after metadata of the same
+    /// function ("Found non-metadata after metadata").
     MetadataLast,
 }
 
@@ -147,4 +177,5 @@ impl From<std::io::Error> for Error {
     }
 }
 
+/// `Result` with a sample profile [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

@@ -23,8 +23,10 @@ use super::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
 use super::summary;
 use crate::bytes::{Endian, Reader};
 
-pub const MAGIC: u32 = 0x6763_6461;
-pub const VERSION_407: u32 = 0x3430_372A;
+/// `GCOV_DATA_MAGIC`: "gcda" as a 32-bit word.
+pub(crate) const MAGIC: u32 = 0x6763_6461;
+/// The version word "407*" of gcc 4.7's gcov files, which LLVM's GCC reader expects.
+pub(crate) const VERSION_407: u32 = 0x3430_372A;
 const TAG_SUMMARY: u32 = 0xA800_0000;
 const TAG_NAMES: u32 = 0xAA00_0000;
 const TAG_FUNCTION: u32 = 0xAC00_0000;
@@ -38,12 +40,16 @@ const MAX_NESTING: usize = 2000;
 pub enum Version {
     /// `407*`: LLVM's reader, autofdo 0.19's default.
     V407,
+    /// autofdo's version 1 (the version word is 1).
     V1,
+    /// autofdo's version 2 (the version word is 2).
     V2,
+    /// autofdo's version 3 (the version word is 3): adds source files and timestamps.
     V3,
 }
 
 impl Version {
+    /// The version word as written after the magic.
     pub fn word(self) -> u32 {
         match self {
             Version::V407 => VERSION_407,

@@ -18,6 +18,7 @@ pub use model::{
 /// The encodings of a sample profile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// LLVM text format (`SPF_Text`).
     Text,
     /// LLVM raw binary (`SPF_Binary`).
     Binary,

@@ -13,11 +13,14 @@ use std::sync::Arc;
 /// hashes numerically, names by bytes (a prefix first).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FunctionId {
+    /// Only the GUID is known (MD5 name tables): [`md5_guid`] of the name.
     Hash(u64),
+    /// The function name's bytes (usually the mangled name).
     Name(Arc<[u8]>),
 }
 
 impl FunctionId {
+    /// A `Name` id holding a copy of `bytes`.
     pub fn name(bytes: &[u8]) -> Self {
         FunctionId::Name(Arc::from(bytes))
     }
@@ -30,6 +33,7 @@ impl FunctionId {
         }
     }
 
+    /// The name, or `None` for a hash-only id.
     pub fn as_name(&self) -> Option<&[u8]> {
         match self {
             FunctionId::Name(n) => Some(n),
@@ -45,6 +49,7 @@ impl FunctionId {
         }
     }
 
+    /// [`Self::write_to`] into a new buffer: the name, or the GUID in decimal.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut v = Vec::new();
         let _ = self.write_to(&mut v);
@@ -67,11 +72,14 @@ pub use crate::md5_guid;
 /// (for pseudo-probe profiles: probe id and probe discriminator). Ordered by (line, disc).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LineLocation {
+    /// Line offset from the function's start line (LLVM `LineLocation::LineOffset`), or the probe id.
     pub line: u32,
+    /// Discriminator (LLVM `LineLocation::Discriminator`), 0 if none; printed as `line.disc`.
     pub disc: u32,
 }
 
 impl LineLocation {
+    /// The location `line`.`disc`.
     pub const fn new(line: u32, disc: u32) -> Self {
         LineLocation { line, disc }
     }
@@ -91,7 +99,9 @@ impl fmt::Display for LineLocation {
 /// of the call it makes to the next frame (0.0 for the leaf).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ContextFrame {
+    /// The function of this frame.
     pub func: FunctionId,
+    /// Where this frame calls the next one (the leaf's is 0.0 and is not printed).
     pub loc: LineLocation,
 }
 
@@ -100,7 +110,9 @@ pub struct ContextFrame {
 /// frame (name, then location, then the shorter context first).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Context {
+    /// A context-less profile of one function (all non-CS formats).
     Plain(FunctionId),
+    /// A CSSPGO calling context, outermost frame first, the profiled function last (never empty).
     Cs(Arc<[ContextFrame]>),
 }
 
@@ -113,6 +125,7 @@ impl Context {
         }
     }
 
+    /// Whether this is a CSSPGO context ([`Context::Cs`]).
     pub fn is_cs(&self) -> bool {
         matches!(self, Context::Cs(_))
     }
@@ -150,15 +163,20 @@ impl fmt::Display for Context {
 
 /// `!Attributes` bits (LLVM `ContextAttributeMask`).
 pub mod attr {
+    /// `ContextWasInlined`: the context was inlined into its caller in the profiled binary.
     pub const WAS_INLINED: u32 = 1;
+    /// `ContextShouldBeInlined`: the profile generator suggests inlining this context.
     pub const SHOULD_BE_INLINED: u32 = 2;
+    /// `ContextDuplicatedIntoBase`: the context's samples were also merged into its base profile.
     pub const DUPLICATED_INTO_BASE: u32 = 4;
 }
 
 /// Samples of one source location, with the call targets seen there.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SampleRecord {
+    /// Samples at this location (`SampleRecord::NumSamples`).
     pub count: u64,
+    /// Indirect/direct call targets seen at this location and their call counts.
     pub targets: BTreeMap<FunctionId, u64>,
 }
 
@@ -175,6 +193,7 @@ impl SampleRecord {
         saturating_mul_add(&mut self.count, count, weight)
     }
 
+    /// Adds `count × weight` calls to `target`, saturating; returns whether it overflowed.
     pub fn add_target(&mut self, target: FunctionId, count: u64, weight: u64) -> bool {
         saturating_mul_add(self.targets.entry(target).or_insert(0), count, weight)
     }
@@ -209,10 +228,13 @@ pub type CalleeMap = BTreeMap<FunctionId, FunctionSamples>;
 /// The samples of one function (top-level, or inlined at a call site of its caller).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FunctionSamples {
+    /// Total samples in the function and its inlinees (`FunctionSamples::TotalSamples`).
     pub total: u64,
     /// Samples at the function entry; only meaningful for top-level profiles.
     pub head: u64,
+    /// Samples per source location (`FunctionSamples::BodySamples`).
     pub body: BTreeMap<LineLocation, SampleRecord>,
+    /// Inlined callee profiles per call-site location (`FunctionSamples::CallsiteSamples`).
     pub callsites: BTreeMap<LineLocation, CalleeMap>,
     /// CFG checksum of pseudo-probe profiles (0 = none).
     pub checksum: u64,
@@ -221,14 +243,17 @@ pub struct FunctionSamples {
 }
 
 impl FunctionSamples {
+    /// Adds `n × weight` to [`Self::total`], saturating; returns whether it overflowed.
     pub fn add_total(&mut self, n: u64, weight: u64) -> bool {
         saturating_mul_add(&mut self.total, n, weight)
     }
 
+    /// Adds `n × weight` to [`Self::head`], saturating; returns whether it overflowed.
     pub fn add_head(&mut self, n: u64, weight: u64) -> bool {
         saturating_mul_add(&mut self.head, n, weight)
     }
 
+    /// The profile of `callee` inlined at `loc`, created empty if absent.
     pub fn callee_mut(&mut self, loc: LineLocation, callee: FunctionId) -> &mut FunctionSamples {
         self.callsites
             .entry(loc)
@@ -287,6 +312,7 @@ impl FunctionSamples {
     }
 }
 
+/// Why [`FunctionSamples::merge`] refused to merge.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MergeError {
@@ -310,7 +336,9 @@ pub struct ProfileKind {
 /// A whole sample profile.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
+    /// Top-level profiles by context, in LLVM's context order.
     pub functions: BTreeMap<Context, FunctionSamples>,
+    /// CS / probe / pre-inlined / FS flags of the whole profile.
     pub kind: ProfileKind,
     /// ExtBinary profile symbol list (names of all functions in the binary), if present.
     pub symbol_list: BTreeSet<Arc<[u8]>>,

@@ -5,20 +5,31 @@ use std::collections::BTreeMap;
 
 use super::model::{attr, Context, FunctionSamples, Profile};
 
+/// One row of the detailed summary (LLVM `ProfileSummaryEntry`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SummaryEntry {
+    /// `Cutoff`: the percentile, in parts per million (e.g. 990000 = 99%).
     pub cutoff: u32,
+    /// `MinCount`: the smallest count among the hottest counts that make up `cutoff` of the total.
     pub min_count: u64,
+    /// `NumCounts`: how many counts reach `min_count`.
     pub num_counts: u64,
 }
 
+/// LLVM's `ProfileSummary` of kind `PSK_Sample`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// `TotalCount`: the sum of all body sample counts.
     pub total_count: u64,
+    /// `MaxCount`: the largest single body sample count.
     pub max_count: u64,
+    /// `MaxFunctionCount`: the largest head count of a top-level function.
     pub max_function_count: u64,
+    /// `NumCounts`: the number of body sample records counted.
     pub num_counts: u64,
+    /// `NumFunctions`: the number of top-level profiles.
     pub num_functions: u64,
+    /// `DetailedSummary`: one entry per cutoff of `ProfileSummaryBuilder::DefaultCutoffs`, ascending.
     pub entries: Vec<SummaryEntry>,
 }
 

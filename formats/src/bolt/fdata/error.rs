@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+/// An fdata parse error: where it happened and what went wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FdataError {
     /// 1-based line number.
@@ -11,32 +12,56 @@ pub struct FdataError {
     pub column: usize,
     /// Byte offset of the error in the input.
     pub offset: u64,
+    /// What went wrong.
     pub kind: FdataErrorKind,
 }
 
+/// What went wrong in an fdata line; [`FdataError`] adds where.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FdataErrorKind {
     /// A line does not start with a location tag of the expected family.
     ExpectedTag {
+        /// The tags that would fit here (e.g. `"0, 1 or 2"`).
         expected: &'static str,
+        /// The text found instead.
         found: String,
     },
     /// The location tag is not followed by a space.
-    ExpectedSpaceAfterTag { found: String },
+    ExpectedSpaceAfterTag {
+        /// The text found after the tag.
+        found: String,
+    },
     /// The line ends before the named field.
     MissingField(&'static str),
     /// A backslash ends the line, escaping nothing.
     DanglingEscape,
     /// The named field is not a hexadecimal number that fits 64 bits.
-    BadHex { field: &'static str, found: String },
+    BadHex {
+        /// The field's name (e.g. `"offset"`).
+        field: &'static str,
+        /// The field's text.
+        found: String,
+    },
     /// The named field is not a decimal number that fits a signed 64-bit integer.
-    BadDecimal { field: &'static str, found: String },
+    BadDecimal {
+        /// The field's name (e.g. `"count"`).
+        field: &'static str,
+        /// The field's text.
+        found: String,
+    },
     /// More fields than the line's form has; `form` describes the expected line.
-    TrailingField { form: &'static str, found: String },
+    TrailingField {
+        /// The line's form, as documented for that kind of line.
+        form: &'static str,
+        /// The first surplus field.
+        found: String,
+    },
     /// A `no_lbr` or `boltedcollection` header line is malformed.
     BadHeader {
+        /// The header keyword (`"no_lbr"` or `"boltedcollection"`).
         header: &'static str,
+        /// What is wrong with it.
         problem: &'static str,
     },
     /// A header appears twice, or after data lines.

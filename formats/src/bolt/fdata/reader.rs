@@ -32,6 +32,7 @@ pub struct RawLocation<'a> {
     pub tag: u8,
     /// The name exactly as written: still escaped.
     pub escaped_name: &'a [u8],
+    /// Offset from the symbol's start (or the address), parsed from hex.
     pub offset: u64,
 }
 
@@ -52,17 +53,29 @@ impl<'a> RawLocation<'a> {
 pub enum Record<'a> {
     /// `<from> <to> <mispreds> <count>` (LBR profiles).
     Branch {
+        /// The branch source.
         from: RawLocation<'a>,
+        /// The branch target.
         to: RawLocation<'a>,
+        /// Times the branch was mispredicted.
         mispreds: i64,
+        /// Times the branch was taken.
         count: i64,
     },
     /// `<at> <count>` (after a `no_lbr` header).
-    Sample { at: RawLocation<'a>, count: i64 },
+    Sample {
+        /// The sampled location.
+        at: RawLocation<'a>,
+        /// Samples taken there.
+        count: i64,
+    },
     /// `<pc> <addr> <count>`, locations tagged 3, 4 or 5.
     Memory {
+        /// The instruction that accessed memory.
         pc: RawLocation<'a>,
+        /// The data address (symbol and offset) it accessed.
         addr: RawLocation<'a>,
+        /// Times the access was sampled.
         count: i64,
     },
 }
@@ -77,6 +90,7 @@ pub struct Entry<'a> {
     /// The text of the line's locations, from the line start to the end of the last offset:
     /// what merge-fdata keys its sums on.
     pub key: &'a [u8],
+    /// The line's fields.
     pub record: Record<'a>,
 }
 
@@ -123,6 +137,7 @@ pub struct FdataReader<'a> {
 }
 
 impl<'a> FdataReader<'a> {
+    /// A reader over a whole fdata file; reads the header lines now (their errors come from here).
     pub fn new(data: &'a [u8]) -> Result<Self, FdataError> {
         let mut reader = FdataReader {
             data,
@@ -134,6 +149,7 @@ impl<'a> FdataReader<'a> {
         Ok(reader)
     }
 
+    /// The header lines read by [`Self::new`].
     pub fn header(&self) -> Header<'a> {
         self.header
     }

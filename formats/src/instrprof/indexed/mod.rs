@@ -14,7 +14,8 @@ use super::summary::{Summary, SummaryEntry};
 use super::value_prof::parse_block;
 use super::{TemporalTrace, TemporalTraces};
 
-pub const MAGIC: u64 = 0x8169_666f_7270_6cff;
+/// `IndexedInstrProf::Magic`: the bytes `\xfflprofi` read as a little-endian u64.
+pub(crate) const MAGIC: u64 = 0x8169_666f_7270_6cff;
 /// The newest indexed version (LLVM 19).
 pub const CURRENT_VERSION: u64 = 12;
 
@@ -26,22 +27,33 @@ pub(crate) fn has_format(data: &[u8]) -> bool {
 /// `IndexedInstrProf::Header`; offsets a version lacks are 0.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndexedHeader {
+    /// `Header::Version`: the version number in the low 32 bits, [`variant`] bits above.
     pub version_word: u64,
+    /// `Header::Unused` (always 0 as LLVM writes it).
     pub unused: u64,
+    /// `Header::HashType`: the key hash of the on-disk hash table; 0 = MD5, the only one LLVM has.
     pub hash_type: u64,
+    /// `Header::HashOffset`: byte offset of the on-disk hash table of records.
     pub hash_offset: u64,
+    /// `Header::MemProfOffset` (version ≥ 8; 0 otherwise): byte offset of the memprof section.
     pub memprof_offset: u64,
+    /// `Header::BinaryIdOffset` (version ≥ 9): byte offset of the binary ids section.
     pub binary_id_offset: u64,
+    /// `Header::TemporalProfTracesOffset` (version ≥ 10): byte offset of the temporal traces.
     pub temporal_offset: u64,
+    /// `Header::VTableNamesOffset` (version ≥ 12): byte offset of the vtable names section.
     pub vtable_names_offset: u64,
+    /// Size in bytes of the header as this version lays it out (where the summary starts).
     pub size: usize,
 }
 
 impl IndexedHeader {
+    /// The version number without the variant bits (e.g. 12).
     pub fn version(&self) -> u64 {
         self.version_word & !variant::MASK_ALL
     }
 
+    /// Parses the header at the start of the file (little-endian, as every indexed profile is).
     pub fn parse(bytes: Bytes<'_>) -> Result<IndexedHeader> {
         if bytes.len() < 24 {
             return Err(Error::truncated(
@@ -99,14 +111,18 @@ impl IndexedHeader {
 /// An indexed profile over its bytes; records are decoded on iteration.
 pub struct IndexedReader<'a> {
     bytes: Bytes<'a>,
+    /// The file header.
     pub header: IndexedHeader,
+    /// The profile summary (version ≥ 4).
     pub summary: Option<Summary>,
+    /// The context-sensitive summary (version ≥ 4, with `VARIANT_MASK_CSIR_PROF`).
     pub cs_summary: Option<Summary>,
     payload: usize,
     num_entries: u64,
 }
 
 impl<'a> IndexedReader<'a> {
+    /// Parses the header and summaries of an indexed profile; records are decoded by iteration.
     pub fn new(data: &'a [u8]) -> Result<IndexedReader<'a>> {
         let bytes = Bytes::new(data, Endian::Little);
         let header = IndexedHeader::parse(bytes)?;
@@ -143,6 +159,7 @@ impl<'a> IndexedReader<'a> {
         })
     }
 
+    /// The `InstrProfKind` the version word's variant bits imply.
     pub fn kind(&self) -> ProfileKind {
         ProfileKind::from_indexed_version(self.header.version_word)
     }

@@ -15,16 +15,21 @@ use super::MAGIC;
 /// One key of the index: a function name and its records (one per function hash), in the order
 /// they are to be written.
 pub struct NameEntry<'r> {
+    /// The function name (the hash table key; its MD5 is the key hash).
     pub name: &'r [u8],
+    /// The records under this name, one per function hash.
     pub records: Vec<&'r Record>,
 }
 
+/// Everything an indexed profile holds, borrowed from the merged records, ready to write.
 pub struct IndexedProfile<'r> {
+    /// The `InstrProfKind` bits, written as the version word's variant bits.
     pub kind: ProfileKind,
     /// Sorted bytewise by name; names already filtered (`--sparse`).
     pub entries: Vec<NameEntry<'r>>,
     /// Sorted and deduplicated.
     pub binary_ids: Vec<Vec<u8>>,
+    /// Temporal traces (written only when `kind` has [`ProfileKind::TEMPORAL`]).
     pub temporal: TemporalTraces,
     /// Vtable names kept by `--keep-vtable-symbols`, distinct, in insertion order.
     pub vtable_names: Vec<&'r [u8]>,

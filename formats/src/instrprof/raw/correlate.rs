@@ -20,11 +20,17 @@ pub struct Correlation {
 
 /// What the binary's sections say.
 pub struct BinarySections<'a> {
+    /// The `__llvm_covdata` section (profile data records written into the binary).
     pub covdata: &'a [u8],
+    /// The `__llvm_covnames` section (the names, as in a raw profile's names section).
     pub covnames: &'a [u8],
+    /// Start address of the `__llvm_prf_cnts` section.
     pub counters_start: u64,
+    /// End address of the `__llvm_prf_cnts` section.
     pub counters_end: u64,
+    /// The binary's byte order.
     pub endian: Endian,
+    /// Whether the binary has 64-bit pointers.
     pub ptr64: bool,
 }
 

@@ -145,30 +145,48 @@ fn accepts(expected: u64, version: u64) -> bool {
 pub struct RawHeader {
     /// The whole version word: format version in the low 32 bits, variant flags above.
     pub version_word: u64,
+    /// `BinaryIdsSize`: bytes of the binary-id section after the header (version ≥ 6).
     pub binary_ids_size: u64,
+    /// `NumData`: number of `__llvm_profile_data` records.
     pub num_data: u64,
+    /// `PaddingBytesBeforeCounters`: bytes between the data records and the counters.
     pub padding_before_counters: u64,
+    /// `NumCounters`: number of counters (u64 each, or bytes with single-byte coverage).
     pub num_counters: u64,
+    /// `PaddingBytesAfterCounters`.
     pub padding_after_counters: u64,
+    /// `NumBitmapBytes`: bytes of the MC/DC bitmap section (version ≥ 9).
     pub num_bitmap_bytes: u64,
+    /// `PaddingBytesAfterBitmapBytes` (version ≥ 9).
     pub padding_after_bitmap: u64,
     /// u64 counters in the uniform-counter section (v11).
     pub num_uniform_counters: u64,
+    /// Padding after the uniform-counter section (v11).
     pub padding_after_uniform_counters: u64,
     /// start(uniform counters) - start(data), like `counters_delta` (v11).
     pub uniform_counters_delta: u64,
+    /// `NamesSize`: bytes of the (possibly zlib-compressed) names section.
     pub names_size: u64,
+    /// `CountersDelta`: start(counters) - start(data) in the instrumented process, used to
+    /// turn each record's `CounterPtr` into a section offset.
     pub counters_delta: u64,
+    /// `BitmapDelta`: start(bitmap) - start(data), for `BitmapPtr` (version ≥ 9).
     pub bitmap_delta: u64,
+    /// `NamesDelta`: the names section's address in the instrumented process (0 when a
+    /// binary supplies the names).
     pub names_delta: u64,
+    /// `NumVTables`: number of `__llvm_prf_vtab` records (version ≥ 10).
     pub num_vtables: u64,
+    /// `VNamesSize`: bytes of the vtable names section (version ≥ 10).
     pub vnames_size: u64,
+    /// `ValueKindLast`: the last value kind the runtime knew (`IPVK_Last`).
     pub value_kind_last: u64,
     /// Bytes the header takes in the file.
     pub size: usize,
 }
 
 impl RawHeader {
+    /// The format version without the variant bits (e.g. 10 for LLVM 19).
     pub fn version(&self) -> u64 {
         self.version_word & !variant::MASK_ALL
     }

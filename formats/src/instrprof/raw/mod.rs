@@ -40,7 +40,9 @@ pub use correlate::{BinarySections, Correlation};
 use data::{read_vtable, vtable_record_size, DataLayout, ProfileData};
 pub use header::{RawHeader, LLVM19_VERSION, SUPPORTED_VERSIONS};
 
+/// `INSTR_PROF_RAW_MAGIC_64` (InstrProfData.inc): `\xfflprofr\x81` as a u64, 64-bit pointers.
 pub const MAGIC_64: u64 = 0xff6c_7072_6f66_7281;
+/// `INSTR_PROF_RAW_MAGIC_32`: `\xfflprofR\x81` as a u64, 32-bit pointers.
 pub const MAGIC_32: u64 = 0xff6c_7072_6f66_5281;
 
 /// Counters above this make LLVM warn "excessively large counter value".
@@ -66,6 +68,7 @@ pub(crate) fn has_format(data: &[u8]) -> bool {
     detect(data).is_some()
 }
 
+/// How to read raw profiles.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RawOptions {
     /// Accept only this raw version (llvm-profdata-19 accepts only 10); `None` accepts all
@@ -80,6 +83,7 @@ pub struct RawReader<'a> {
     ptr64: bool,
     options: RawOptions,
     first: RawHeader,
+    /// Build ids of every profile read so far, in file order (`BinaryIdsSize` sections).
     pub binary_ids: Vec<Vec<u8>>,
     /// Counter values LLVM warns about (llvm-profdata counts each as an input error).
     pub warnings: Vec<Error>,
@@ -121,6 +125,7 @@ fn padding_to_8(n: u64) -> u64 {
 }
 
 impl<'a> RawReader<'a> {
+    /// Detects pointer size and byte order from the magic and decodes the first header.
     pub fn new(data: &'a [u8], options: RawOptions) -> Result<RawReader<'a>> {
         let (ptr64, endian) = detect(data).ok_or(Error::at_byte(0, ErrorKind::BadMagic))?;
         let bytes = Bytes::new(data, endian);
@@ -147,14 +152,17 @@ impl<'a> RawReader<'a> {
         Ok(())
     }
 
+    /// The first profile's header.
     pub fn header(&self) -> &RawHeader {
         &self.first
     }
 
+    /// The file's byte order (from the magic).
     pub fn endian(&self) -> Endian {
         self.bytes.endian
     }
 
+    /// Whether the profile was written with 64-bit pointers ([`MAGIC_64`]).
     pub fn is_64_bit(&self) -> bool {
         self.ptr64
     }
@@ -794,6 +802,7 @@ impl NameTable {
         self.by_hash.get(&hash).copied()
     }
 
+    /// Name `index` (decode order); empty past the end.
     pub fn name(&self, index: u32) -> &[u8] {
         self.names.get(index as usize).unwrap_or_default()
     }
@@ -803,10 +812,12 @@ impl NameTable {
         index.map_or(&[], |i| self.name(i))
     }
 
+    /// Number of names.
     pub fn len(&self) -> usize {
         self.names.len()
     }
 
+    /// Whether the table has no names.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
@@ -823,6 +834,7 @@ pub struct NameTableCache {
 const MAX_CACHED_TABLES: usize = 64;
 
 impl NameTableCache {
+    /// An empty cache.
     pub fn new() -> NameTableCache {
         NameTableCache::default()
     }

@@ -86,7 +86,8 @@ use super::summary::{self, Summary};
 
 /// `GCOV_MAGIC`, ASCII "gcov" in big-endian order.
 pub const MAGIC: u32 = 0x6763_6F76;
-pub const VERSION: u32 = 4;
+/// `GCOV_VERSION` of the proposal: 4.
+pub(crate) const VERSION: u32 = 4;
 /// Largest line offset (`LOCATION_LINE_OFFSET` is 3 bytes).
 pub(crate) const MAX_LINE_OFFSET: u32 = 0xFF_FFFF;
 /// Largest discriminator (`LOCATION_DISCRIMINATOR` is 2 bytes).
@@ -97,8 +98,11 @@ pub(crate) const MAX_NESTING: usize = 1000;
 /// One of the three encodings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
+    /// Normal mode: fixed-width big-endian integers.
     Binary,
+    /// Compact mode: the binary format with protobuf-style varints (header bitmask bit 7).
     Compact,
+    /// The textual format.
     Text,
 }
 
@@ -115,8 +119,10 @@ pub struct Document {
     pub unknown_sections: Vec<UnknownSection>,
 }
 
+/// One entry of the symbol table (`GCOV_SYMBOL_TABLE`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Symbol {
+    /// The symbol's name.
     pub name: Arc<[u8]>,
     /// Index into [`Document::files`]; `None` for an unknown source file.
     pub file: Option<u32>,
@@ -124,10 +130,14 @@ pub struct Symbol {
     pub info: Option<SymbolInfo>,
 }
 
+/// A top-level instance (`GCOV_SYMBOL_INFO` section).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SymbolInfo {
+    /// `SYMBOL_HEAD_COUNT`: entry count of the function.
     pub head: u64,
+    /// `SYMBOL_TIMESTAMP`: first-execution timestamp, 0 if unavailable.
     pub timestamp: u64,
+    /// The location records.
     pub body: Body,
 }
 
@@ -139,31 +149,42 @@ pub struct Body {
     pub counts: Vec<(LineLocation, u64)>,
     /// `LOCATION_CALLED_FN(S)`: (callee symbol ID, call count) per target.
     pub calls: Vec<(LineLocation, Vec<(u32, u64)>)>,
+    /// `LOCATION_INLINED_FN` records: inlined callees.
     pub inlined: Vec<Inlined>,
+    /// Location records of unknown types, kept for binary → binary conversions.
     pub unknown: Vec<UnknownLocation>,
 }
 
 /// `LOCATION_INLINED_FN`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inlined {
+    /// Call-site location in the caller.
     pub loc: LineLocation,
+    /// `SYMBOL_ID` of the inlined callee.
     pub symbol: u32,
+    /// The callee's location records.
     pub body: Body,
 }
 
 /// A location record of a type this reader does not know: its header and trailing bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownLocation {
+    /// The record's type (`LOCATION_BITMASK` bits 0-6).
     pub kind: u8,
+    /// The record's location.
     pub loc: LineLocation,
+    /// The bytes after `LOCATION_TRAILING_SIZE`.
     pub payload: Vec<u8>,
 }
 
 /// A section of a type this reader does not know: its type, compact flag and data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UnknownSection {
+    /// The section type (section bitmask bits 0-6).
     pub kind: u8,
+    /// The section's compact flag (section bitmask bit 7).
     pub compact: bool,
+    /// The section's bytes after its bitmask.
     pub payload: Vec<u8>,
 }
 
