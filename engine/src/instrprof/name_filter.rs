@@ -29,7 +29,7 @@ pub struct NameFilter {
 
 impl NameFilter {
     /// Compiles `--function` and `--no-function` (empty = not given).
-    pub fn new(function: &str, no_function: &str) -> Result<NameFilter, String> {
+    pub fn new(function: &str, no_function: &str) -> Result<NameFilter, PatternError> {
         Ok(NameFilter {
             keep: compile(function)?,
             drop: compile(no_function)?,
@@ -50,7 +50,43 @@ impl NameFilter {
     }
 }
 
-fn compile(pattern: &str) -> Result<Option<Regex>, String> {
+/// A `--function`/`--no-function` pattern that cannot be used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PatternError {
+    /// Not a POSIX extended regular expression (LLVM's `Regex` message), or a construct the
+    /// translation does not support.
+    Syntax(&'static str),
+    /// The translated expression was refused by the regex engine.
+    Regex {
+        /// The pattern as given.
+        pattern: String,
+        /// The regex engine's reason.
+        source: regex::Error,
+    },
+}
+
+impl std::fmt::Display for PatternError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PatternError::Syntax(m) => f.write_str(m),
+            PatternError::Regex { pattern, source } => {
+                write!(f, "invalid regular expression '{pattern}': {source}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PatternError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PatternError::Regex { source, .. } => Some(source),
+            PatternError::Syntax(_) => None,
+        }
+    }
+}
+
+fn compile(pattern: &str) -> Result<Option<Regex>, PatternError> {
     if pattern.is_empty() {
         return Ok(None);
     }
@@ -58,14 +94,17 @@ fn compile(pattern: &str) -> Result<Option<Regex>, String> {
     let translated = if pattern.starts_with('?') {
         literal(pattern.as_bytes())
     } else {
-        translate(pattern.as_bytes())?
+        translate(pattern.as_bytes()).map_err(PatternError::Syntax)?
     };
     RegexBuilder::new(&translated)
         .unicode(false)
         .dot_matches_new_line(true)
         .build()
         .map(Some)
-        .map_err(|e| format!("invalid regular expression '{pattern}': {e}"))
+        .map_err(|source| PatternError::Regex {
+            pattern: pattern.to_string(),
+            source,
+        })
 }
 
 fn push_literal(out: &mut String, byte: u8) {
@@ -85,7 +124,7 @@ fn literal(pattern: &[u8]) -> String {
 }
 
 /// A POSIX ERE in the `regex` crate's syntax, or LLVM's error message.
-fn translate(p: &[u8]) -> Result<String, String> {
+fn translate(p: &[u8]) -> Result<String, &'static str> {
     let mut out = String::new();
     let mut i = 0;
     // Whether the current branch has an atom yet, one per open group (plus the top level).
@@ -213,7 +252,7 @@ fn translate(p: &[u8]) -> Result<String, String> {
 
 /// Translates the bracket expression after `[` at `i`; returns the index after its `]`.
 /// BSD's `p_bracket`: a leading `]` or `-` is literal, a `-` may otherwise only end the list.
-fn bracket(p: &[u8], mut i: usize, out: &mut String) -> Result<usize, String> {
+fn bracket(p: &[u8], mut i: usize, out: &mut String) -> Result<usize, &'static str> {
     const UNBALANCED: &str = "brackets ([ ]) not balanced";
     out.push('[');
     if p.get(i) == Some(&b'^') {
@@ -275,7 +314,7 @@ const CLASSES: [&[u8]; 12] = [
 ];
 
 /// One bracket symbol at `i`: a byte, or a one-byte `[.c.]` / `[=c=]`; and the index after it.
-fn symbol(p: &[u8], i: usize) -> Result<(u8, usize), String> {
+fn symbol(p: &[u8], i: usize) -> Result<(u8, usize), &'static str> {
     const UNBALANCED: &str = "brackets ([ ]) not balanced";
     let c = *p.get(i).ok_or(UNBALANCED)?;
     if let (b'[', Some(&d @ (b'.' | b'='))) = (c, p.get(i + 1)) {

@@ -13,7 +13,7 @@ pub struct Remapper {
 
 impl Remapper {
     /// Parses a remapping file; the error names the file and line as llvm-profdata does.
-    pub fn parse(text: &[u8], file: &str) -> Result<Remapper, String> {
+    pub fn parse(text: &[u8], file: &str) -> Result<Remapper, RemapError> {
         let mut table = HashMap::new();
         for (index, line) in text.split(|&b| b == b'\n').enumerate() {
             // LLVM's line_iterator drops the '\r' of "\r\n" line ends.
@@ -26,10 +26,10 @@ impl Remapper {
                 None => (line, &line[line.len()..]),
             };
             if old.is_empty() || new.is_empty() || new.contains(&b' ') {
-                return Err(format!(
-                    "{file}:{}: unexpected line in remapping file\nnote: expected 'old_symbol new_symbol'",
-                    index + 1
-                ));
+                return Err(RemapError {
+                    file: file.to_string(),
+                    line: index + 1,
+                });
             }
             table.entry(old.to_vec()).or_insert_with(|| new.to_vec());
         }
@@ -42,6 +42,27 @@ impl Remapper {
     }
 }
 
+/// A line of a remapping file that is not `old_symbol new_symbol`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemapError {
+    /// The remapping file.
+    pub file: String,
+    /// The line (1-based).
+    pub line: usize,
+}
+
+impl std::fmt::Display for RemapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: unexpected line in remapping file\nnote: expected 'old_symbol new_symbol'",
+            self.file, self.line
+        )
+    }
+}
+
+impl std::error::Error for RemapError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,7 +74,7 @@ mod tests {
         assert_eq!(r.map(b"x"), b"y");
         assert_eq!(r.map(b"z"), b"z");
         let e = Remapper::parse(b"a b\nonly\n", "f").unwrap_err();
-        assert!(e.starts_with("f:2: unexpected line"), "{e}");
+        assert!(e.to_string().starts_with("f:2: unexpected line"), "{e}");
         assert!(Remapper::parse(b"a b c\n", "f").is_err());
     }
 }

@@ -9,7 +9,7 @@ use formats::instrprof::raw::{RawOptions, RawReader, LLVM19_VERSION};
 use formats::instrprof::record::{IPVK_INDIRECT_CALL_TARGET, IPVK_MEMOP_SIZE};
 use formats::instrprof::summary::SummaryBuilder;
 use formats::instrprof::text::TextReader;
-use formats::instrprof::{detect_format, Format, ProfileKind, Record};
+use formats::instrprof::{detect_format, Error as FormatError, Format, ProfileKind, Record};
 
 /// What `llvm-profdata show` prints: its options of the same names.
 #[derive(Clone, Debug, Default)]
@@ -55,8 +55,41 @@ pub struct Listing {
     pub extra_names: Vec<Vec<u8>>,
 }
 
+/// Why a profile could not be listed; the messages are llvm-profdata's.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ListingError {
+    /// An empty input.
+    Empty,
+    /// No reader recognizes the input.
+    Unrecognized,
+    /// The reader's error.
+    Format(FormatError),
+}
+
+impl std::fmt::Display for ListingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListingError::Empty => f.write_str("empty raw profile file"),
+            ListingError::Unrecognized => {
+                f.write_str("unrecognized instrumentation profile encoding format")
+            }
+            ListingError::Format(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ListingError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ListingError::Format(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Reads a whole profile for `show` (llvm-profdata-19 accepts raw version 10 only).
-pub fn read_listing(data: &[u8]) -> Result<Listing, String> {
+pub fn read_listing(data: &[u8]) -> Result<Listing, ListingError> {
     match read_listing_partial(data)? {
         (listing, None) => Ok(listing),
         (_, Some(error)) => Err(error),
@@ -66,9 +99,9 @@ pub fn read_listing(data: &[u8]) -> Result<Listing, String> {
 /// Reads a profile as far as its reader gets: `Err` when the reader cannot be created (a bad
 /// header), otherwise the records read before the first record error, with that error.
 /// LLVM's reader iteration stops there silently, which `overlap` relies on.
-pub fn read_listing_partial(data: &[u8]) -> Result<(Listing, Option<String>), String> {
+pub fn read_listing_partial(data: &[u8]) -> Result<(Listing, Option<ListingError>), ListingError> {
     if data.is_empty() {
-        return Err("empty raw profile file".into());
+        return Err(ListingError::Empty);
     }
     let mut records = Vec::new();
     let mut extra_names = Vec::new();
@@ -81,31 +114,31 @@ pub fn read_listing_partial(data: &[u8]) -> Result<(Listing, Option<String>), St
                     only_version: Some(LLVM19_VERSION),
                 },
             )
-            .map_err(|e| e.to_string())?;
+            .map_err(ListingError::Format)?;
             let read = reader.read_records(&mut sink);
             let version = reader.header().version_word;
             let ids = Ok(std::mem::take(&mut reader.binary_ids));
             (reader.kind(), read, ids, version)
         }
         Some(Format::Indexed) => {
-            let reader = IndexedReader::new(data).map_err(|e| e.to_string())?;
+            let reader = IndexedReader::new(data).map_err(ListingError::Format)?;
             let read = reader.read_records(&mut sink);
             let ids = reader.binary_ids();
             (reader.kind(), read, ids, reader.header.version())
         }
         Some(Format::Text) => {
-            let mut reader = TextReader::new(data).map_err(|e| e.to_string())?;
+            let mut reader = TextReader::new(data).map_err(ListingError::Format)?;
             let read = reader.read_records(&mut sink);
             extra_names = std::mem::take(&mut reader.value_names);
             (reader.kind(), read, Ok(Vec::new()), 0)
         }
-        None => return Err("unrecognized instrumentation profile encoding format".into()),
+        None => return Err(ListingError::Unrecognized),
     };
     let (binary_ids, ids_error) = match binary_ids {
         Ok(ids) => (ids, None),
-        Err(e) => (Vec::new(), Some(e.to_string())),
+        Err(e) => (Vec::new(), Some(ListingError::Format(e))),
     };
-    let error = read.err().map(|e| e.to_string()).or(ids_error);
+    let error = read.err().map(ListingError::Format).or(ids_error);
     let listing = Listing {
         kind,
         records,
