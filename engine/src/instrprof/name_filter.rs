@@ -137,11 +137,11 @@ fn translate(p: &[u8]) -> Result<String, &'static str> {
         match c {
             b'\\' => {
                 let Some(&next) = p.get(i) else {
-                    return Err("trailing backslash (\\)".into());
+                    return Err("trailing backslash (\\)");
                 };
                 i += 1;
                 if (b'1'..=b'9').contains(&next) {
-                    return Err("back-references are not supported by profmill".into());
+                    return Err("back-references are not supported by profmill");
                 }
                 push_literal(&mut out, next);
                 after_atom = true;
@@ -166,17 +166,17 @@ fn translate(p: &[u8]) -> Result<String, &'static str> {
             }
             b')' => {
                 if branch_has_atom.len() == 1 {
-                    return Err("parentheses not balanced".into());
+                    return Err("parentheses not balanced");
                 }
                 if branch_has_atom.pop() != Some(true) {
-                    return Err("empty (sub)expression".into());
+                    return Err("empty (sub)expression");
                 }
                 out.push(')');
                 after_atom = true;
             }
             b'|' => {
                 if branch_has_atom.last() != Some(&true) {
-                    return Err("empty (sub)expression".into());
+                    return Err("empty (sub)expression");
                 }
                 *branch_has_atom.last_mut().unwrap_or(&mut false) = false;
                 out.push('|');
@@ -186,11 +186,11 @@ fn translate(p: &[u8]) -> Result<String, &'static str> {
             }
             b'*' | b'+' | b'?' => {
                 if !after_atom {
-                    return Err("repetition-operator operand invalid".into());
+                    return Err("repetition-operator operand invalid");
                 }
                 // The `regex` crate reads `a*?` as a lazy `a*`, not as `(a*)?`.
                 if after_repetition {
-                    return Err("a repetition of a repetition is not supported by profmill".into());
+                    return Err("a repetition of a repetition is not supported by profmill");
                 }
                 out.push(c as char);
                 after_repetition = true;
@@ -198,10 +198,10 @@ fn translate(p: &[u8]) -> Result<String, &'static str> {
             }
             b'{' if p.get(i).is_some_and(u8::is_ascii_digit) => {
                 if !after_atom {
-                    return Err("repetition-operator operand invalid".into());
+                    return Err("repetition-operator operand invalid");
                 }
                 if after_repetition {
-                    return Err("a repetition of a repetition is not supported by profmill".into());
+                    return Err("a repetition of a repetition is not supported by profmill");
                 }
                 let close = p[i..]
                     .iter()
@@ -209,7 +209,7 @@ fn translate(p: &[u8]) -> Result<String, &'static str> {
                     .ok_or("braces not balanced")?;
                 let bound = &p[i..i + close];
                 if !bound.iter().all(|b| b.is_ascii_digit() || *b == b',') {
-                    return Err("invalid repetition count(s)".into());
+                    return Err("invalid repetition count(s)");
                 }
                 out.push('{');
                 out.push_str(&String::from_utf8_lossy(bound));
@@ -242,10 +242,10 @@ fn translate(p: &[u8]) -> Result<String, &'static str> {
         }
     }
     if branch_has_atom.len() > 1 {
-        return Err("parentheses not balanced".into());
+        return Err("parentheses not balanced");
     }
     if branch_has_atom.last() != Some(&true) {
-        return Err("empty (sub)expression".into());
+        return Err("empty (sub)expression");
     }
     Ok(out)
 }
@@ -265,7 +265,7 @@ fn bracket(p: &[u8], mut i: usize, out: &mut String) -> Result<usize, &'static s
     }
     loop {
         match (p.get(i), p.get(i + 1)) {
-            (None, _) => return Err(UNBALANCED.into()),
+            (None, _) => return Err(UNBALANCED),
             (Some(b']'), _) => {
                 out.push(']');
                 return Ok(i + 1);
@@ -275,12 +275,12 @@ fn bracket(p: &[u8], mut i: usize, out: &mut String) -> Result<usize, &'static s
                 i += 1;
                 continue;
             }
-            (Some(b'-'), _) => return Err("invalid character range".into()),
+            (Some(b'-'), _) => return Err("invalid character range"),
             (Some(b'['), Some(b':')) => {
                 let end = find(p, i + 2, b":]").ok_or(UNBALANCED)?;
                 let name = &p[i + 2..end];
                 if !CLASSES.contains(&name) {
-                    return Err("invalid character class".into());
+                    return Err("invalid character class");
                 }
                 out.push_str("[:");
                 out.push_str(&String::from_utf8_lossy(name));
@@ -296,7 +296,7 @@ fn bracket(p: &[u8], mut i: usize, out: &mut String) -> Result<usize, &'static s
         if p.get(i) == Some(&b'-') && p.get(i + 1).is_some_and(|&b| b != b']') {
             let (end, next) = symbol(p, i + 1)?;
             if end < start {
-                return Err("invalid character range".into());
+                return Err("invalid character range");
             }
             push_class_byte(out, start);
             out.push('-');
@@ -320,7 +320,7 @@ fn symbol(p: &[u8], i: usize) -> Result<(u8, usize), &'static str> {
     if let (b'[', Some(&d @ (b'.' | b'='))) = (c, p.get(i + 1)) {
         let end = find(p, i + 2, &[d, b']']).ok_or(UNBALANCED)?;
         let [byte] = p[i + 2..end] else {
-            return Err("invalid collating element".into());
+            return Err("invalid collating element");
         };
         return Ok((byte, end + 2));
     }
