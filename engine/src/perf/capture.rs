@@ -1011,8 +1011,7 @@ mod tests {
         let path = dir.join("split.data");
         let spec = corpus::LbrCaptureSpec {
             binaries: vec![corpus::LbrBinary {
-                path: Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("../../shared/corpus/perf/autofdo-test.binary"),
+                path: testsupport::shared_perf("autofdo-test.binary"),
                 load_base: None,
             }],
             processes: 3,
