@@ -270,6 +270,9 @@ pub fn parse_meta(bytes: &[u8], s: &Section) -> Result<StoreMeta, StoreError> {
         .map(|_| read_string(&mut r, s))
         .collect::<Result<Vec<_>, _>>()?;
     expect_end(&r, s)?;
+    if !hosts.windows(2).all(|w| w[0] < w[1]) {
+        return Err(s.error(s.offset, StoreErrorKind::Unsorted));
+    }
     Ok(StoreMeta { captures, hosts })
 }
 
