@@ -573,4 +573,152 @@ mod tests {
         assert_eq!(at.offset(BR_ONLY), BR_ONLY);
         assert_eq!(at.offset(0x9999_0000), 0);
     }
+
+    use proptest::prelude::*;
+
+    fn profile(name: &str, rows: &[(u64, u64, u64, u64)]) -> StoredProfile {
+        let traces = rows
+            .iter()
+            .map(|&(branch, from, to, count)| TraceRow {
+                branch,
+                from,
+                to,
+                count,
+                mispreds: count / 3,
+            })
+            .collect();
+        StoredProfile {
+            meta: BinaryMeta {
+                name: name.as_bytes().to_vec(),
+                samples: 1,
+                processes: 1,
+                ..Default::default()
+            },
+            traces: sorted_summed(traces),
+            ips: sorted_summed(
+                rows.iter()
+                    .map(|&(ip, _, _, count)| IpRow { ip, count })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    /// Writes each partial as a store file; returns the paths.
+    fn write_partials(dir: &Path, partials: &[Vec<StoredProfile>]) -> Vec<PathBuf> {
+        partials
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let path = dir.join(format!("p{i}.pms"));
+                let meta = StoreMeta {
+                    captures: 1,
+                    hosts: vec![format!("host{}", i % 3)],
+                };
+                write_store(&path, &meta, p.clone()).unwrap();
+                path
+            })
+            .collect()
+    }
+
+    fn merged(inputs: &[(PathBuf, u64)], out: &Path) -> Vec<u8> {
+        let inputs: Vec<WeightedInput> = inputs
+            .iter()
+            .map(|(path, weight)| WeightedInput {
+                path: path.clone(),
+                weight: *weight,
+            })
+            .collect();
+        merge_stores(&inputs, out).unwrap();
+        std::fs::read(out).unwrap()
+    }
+
+    /// Merges `inputs` as a random binary tree of two-input merges; returns the root's path.
+    fn merge_tree(d: &Path, inputs: &[(PathBuf, u64)], state: &mut u64, n: &mut u32) -> PathBuf {
+        if let [(only, _)] = inputs {
+            return only.clone();
+        }
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let split = 1 + (*state % (inputs.len() as u64 - 1)) as usize;
+        let left = merge_tree(d, &inputs[..split], state, n);
+        let right = merge_tree(d, &inputs[split..], state, n);
+        *n += 1;
+        let out = d.join(format!("tree{n}.pms"));
+        merged(&[(right, 1), (left, 1)], &out);
+        out
+    }
+
+    fn partial() -> impl Strategy<Value = Vec<StoredProfile>> {
+        let rows = proptest::collection::vec((0u64..40, 0u64..40, 0u64..40, 1u64..100), 0..60);
+        proptest::collection::vec(("[ab]", rows), 1..3).prop_map(|binaries| {
+            binaries
+                .into_iter()
+                .map(|(name, rows)| profile(&name, &rows))
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Any order and any grouping of the same partials merge to the same bytes, and a
+        /// weight equals repeating the input.
+        #[test]
+        fn merging_is_associative_commutative_and_weights_repeat(
+            partials in proptest::collection::vec(partial(), 2..6),
+            seed in any::<u64>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let paths = write_partials(d, &partials);
+            let flat: Vec<(PathBuf, u64)> = paths.iter().map(|p| (p.clone(), 1)).collect();
+            let reference = merged(&flat, &d.join("flat.pms"));
+            // A shuffled order, merged as a random binary tree.
+            let mut order = flat.clone();
+            let mut state = seed | 1;
+            for i in (1..order.len()).rev() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                order.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+            let mut counter = 0;
+            let tree = merge_tree(d, &order, &mut state, &mut counter);
+            prop_assert_eq!(std::fs::read(&tree).unwrap(), reference);
+            // Weight 3 equals the input three times.
+            let thrice = vec![(paths[0].clone(), 1); 3];
+            prop_assert_eq!(
+                merged(&[(paths[0].clone(), 3)], &d.join("w.pms")),
+                merged(&thrice, &d.join("x3.pms"))
+            );
+        }
+    }
+
+    #[test]
+    fn counts_past_two_to_the_64_saturate_and_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let big = profile("a", &[(1, 2, 3, u64::MAX - 1)]);
+        let small = profile("a", &[(1, 2, 3, 5)]);
+        let paths = write_partials(d, &[vec![big], vec![small]]);
+        let out = d.join("sum.pms");
+        let inputs: Vec<WeightedInput> = paths
+            .iter()
+            .map(|p| WeightedInput {
+                path: p.clone(),
+                weight: 1,
+            })
+            .collect();
+        let report = merge_stores(&inputs, &out).unwrap();
+        assert!(report.saturated);
+        let file = StoreFile::open(&out).unwrap();
+        let store = file.store().unwrap();
+        let rows: Vec<TraceRow> = store
+            .rows(0)
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows[0].count, u64::MAX);
+    }
 }

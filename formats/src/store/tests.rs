@@ -243,10 +243,16 @@ fn unknown_sections_are_skipped() {
 fn fix_checksums(bytes: &mut [u8]) {
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let trailer = bytes.len() - 32;
-    let (toc, entries) = (u64_at(bytes, trailer) as usize, u64_at(bytes, trailer + 8) as usize);
+    let (toc, entries) = (
+        u64_at(bytes, trailer) as usize,
+        u64_at(bytes, trailer + 8) as usize,
+    );
     for e in 0..entries {
         let at = toc + e * std::mem::size_of::<TocEntry>();
-        let (offset, length) = (u64_at(bytes, at + 8) as usize, u64_at(bytes, at + 16) as usize);
+        let (offset, length) = (
+            u64_at(bytes, at + 8) as usize,
+            u64_at(bytes, at + 16) as usize,
+        );
         let sum = checksum(&bytes[offset..offset + length]);
         bytes[at + 32..at + 40].copy_from_slice(&sum.to_le_bytes());
     }
@@ -269,7 +275,9 @@ fn unsorted_hosts_are_refused_by_the_reader() {
     assert_eq!(&bytes[32..38], b"\x01\x02\x01a\x01b");
     bytes.swap(35, 37);
     fix_checksums(&mut bytes);
-    let e = Store::parse(&bytes).err().expect("unsorted hosts are refused");
+    let e = Store::parse(&bytes)
+        .err()
+        .expect("unsorted hosts are refused");
     assert_eq!(e.kind, StoreErrorKind::Unsorted);
     assert_eq!(e.section.map(|s| s.0), Some(SectionKind::Meta));
 }
