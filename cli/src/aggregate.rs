@@ -40,7 +40,7 @@ impl Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The perf.data capture (`-` reads a pipe-mode capture from stdin).
+    /// The perf.data capture (`-` reads a pipe-mode capture from stdin), or a profile store.
     capture: PathBuf,
     /// A profiled ELF binary; repeat for several (then -o names a directory).
     #[arg(short = 'b', long = "binary", required = true)]
@@ -65,6 +65,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if crate::store::is_store(&args.capture) {
+        // A store holds aggregated profiles already: write them out as `export` does.
+        return crate::store::export_binaries(
+            &args.capture,
+            &args.binaries,
+            args.format,
+            &args.output,
+            args.ignore_build_id,
+        );
+    }
     let started = Instant::now();
     let binaries = args
         .binaries

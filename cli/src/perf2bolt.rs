@@ -9,6 +9,7 @@ use engine::perf::aggregate::{aggregate, Request};
 use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
+use engine::perf::TraceOrder;
 
 use crate::llvm_cl::{Opt, Tool};
 
@@ -154,7 +155,9 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     // The binary's functions are found while the profile is read: neither needs the other.
     let (binary, profile) = std::thread::scope(|scope| {
         let binary = scope.spawn(|| engine::bolt::loaded::LoadedBinary::load(&o.binary));
-        let profile = if o.pre_aggregated {
+        let profile = if o.pre_aggregated && crate::store::is_store(&o.input) {
+            crate::store::profile_for(&o.input, &o.binary, o.ignore_build_id, TraceOrder::ByStart)
+        } else if o.pre_aggregated {
             std::fs::read(&o.input)
                 .map_err(engine::error::io_error(&o.input))
                 .map_err(Box::from)
@@ -172,7 +175,9 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     });
     let profile = profile?;
     let binary = binary?;
-    crate::aggregate::write_fdata_of(&binary, &profile, o.basic, &o.output)?;
+    // A store says itself whether it holds IP samples only.
+    let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
+    crate::aggregate::write_fdata_of(&binary, &profile, basic, &o.output)?;
     eprintln!("profmill: wrote {}", o.output.display());
     Ok(())
 }

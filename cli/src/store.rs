@@ -2,11 +2,11 @@
 //! profile store's commands.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use engine::io::inputs::{collect_weighted_inputs, Stdin};
 use engine::perf::store::{merge_stores, StoreFile};
-use engine::perf::{BinaryInfo, TraceOrder};
+use engine::perf::{BinaryInfo, BinaryProfile, TraceOrder};
 use formats::store::SectionKind;
 
 use crate::aggregate::{output_paths, write_profile, Format};
@@ -33,23 +33,53 @@ pub struct ExportArgs {
 
 /// Writes each binary's profile from the store, as `aggregate` writes it from a capture.
 pub fn export(args: ExportArgs) -> Result<(), BoxError> {
-    if args.format == Format::Store {
+    export_binaries(
+        &args.store,
+        &args.binaries,
+        args.format,
+        &args.output,
+        args.ignore_build_id,
+    )
+}
+
+/// [`export`]'s work, also `aggregate`'s when its input is a store.
+pub fn export_binaries(
+    store: &Path,
+    binaries: &[PathBuf],
+    format: Format,
+    output: &Path,
+    ignore_build_id: bool,
+) -> Result<(), BoxError> {
+    if format == Format::Store {
         return Err("export writes preagg, preagg-legacy or fdata; `merge` writes stores".into());
     }
-    let store = StoreFile::open(&args.store)?;
-    let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
-    let order = match args.format {
+    let store = StoreFile::open(store)?;
+    let outputs = output_paths(output, binaries, format.extension())?;
+    let order = match format {
         Format::Fdata => TraceOrder::ByStart,
         _ => TraceOrder::ByBranch,
     };
-    for (path, output) in args.binaries.iter().zip(&outputs) {
+    for (path, output) in binaries.iter().zip(&outputs) {
         let binary = BinaryInfo::load(path)?;
-        let index = store.find(&binary, args.ignore_build_id)?;
+        let index = store.find(&binary, ignore_build_id)?;
         let profile = store.profile(index, &binary, order)?;
         let basic = profile.traces.is_empty() && !profile.ips.is_empty();
-        write_profile(args.format, path, &profile, basic, output)?;
+        write_profile(format, path, &profile, basic, output)?;
     }
     Ok(())
+}
+
+/// `binary`'s profile in the store at `store`, traces in `order` (`perf2bolt --pa STORE`).
+pub fn profile_for(
+    store: &Path,
+    binary: &Path,
+    ignore_build_id: bool,
+    order: TraceOrder,
+) -> Result<BinaryProfile, BoxError> {
+    let store = StoreFile::open(store)?;
+    let binary = BinaryInfo::load(binary)?;
+    let index = store.find(&binary, ignore_build_id)?;
+    Ok(store.profile(index, &binary, order)?)
 }
 
 /// The inputs and output of a store merge.

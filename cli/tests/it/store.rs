@@ -235,6 +235,34 @@ fn merged_stores_equal_perf2bolt_and_merge_fdata() {
             &d.join("pa.fdata"),
         );
         assert_same_lines(&via_pa, &reference, "perf2bolt --pa of the exported preagg");
+        // The store itself is an input of `profmill perf2bolt --pa` and of `aggregate`.
+        let dropin = d.join("dropin.fdata");
+        profmill_ok(&[
+            &"perf2bolt",
+            &binary,
+            &"-p",
+            &merged,
+            &"--pa",
+            &"-o",
+            &dropin,
+        ]);
+        let dropin = sorted_lines(&std::fs::read(&dropin).unwrap());
+        assert_same_lines(&dropin, &reference, "profmill perf2bolt --pa STORE");
+        let aggregated = d.join("aggregated.fdata");
+        profmill_ok(&[
+            &"aggregate",
+            &merged,
+            &"-b",
+            &binary,
+            &"--format",
+            &"fdata",
+            &"-o",
+            &aggregated,
+        ]);
+        assert_eq!(
+            std::fs::read(&aggregated).unwrap(),
+            std::fs::read(&fdata).unwrap()
+        );
     }
 }
 
