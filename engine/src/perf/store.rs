@@ -351,9 +351,26 @@ pub struct MergeReport {
 
 /// One input's rows of one table, scaled by the input's weight.
 struct Cursor<'a, R: Row> {
-    rows: Box<dyn Iterator<Item = std::result::Result<R, StoreError>> + 'a>,
+    rows: formats::store::TableRows<'a, R>,
     weight: u64,
     input: usize,
+}
+
+impl<R: Row> Cursor<'_, R> {
+    /// The next row, its counts scaled; records a saturation in `saturated`.
+    #[inline]
+    fn next(&mut self, saturated: &mut bool) -> std::result::Result<Option<R>, TableError> {
+        match self.rows.next_row() {
+            Ok(None) => Ok(None),
+            Err(e) => Err(TableError::Store(self.input, e)),
+            Ok(Some(mut row)) => {
+                if self.weight != 1 {
+                    *saturated |= !row.scale_counts(self.weight);
+                }
+                Ok(Some(row))
+            }
+        }
+    }
 }
 
 /// A cursor's current row, ordered for a min-heap by key, then input.
@@ -481,27 +498,15 @@ fn merge_table<W: std::io::Write, R: Row + 'static>(
     let mut cursors: Vec<Cursor<'_, R>> = parts
         .iter()
         .map(|&(i, b)| Cursor {
-            rows: Box::new(stores[i].rows::<R>(b)),
+            rows: stores[i].rows::<R>(b),
             weight: inputs[i].weight.max(1),
             input: i,
         })
         .collect();
     let mut saturated = false;
     let mut heap = BinaryHeap::with_capacity(cursors.len());
-    let advance = |c: &mut Cursor<'_, R>,
-                   saturated: &mut bool|
-     -> std::result::Result<Option<R>, TableError> {
-        match c.rows.next() {
-            None => Ok(None),
-            Some(Err(e)) => Err(TableError::Store(c.input, e)),
-            Some(Ok(mut row)) => {
-                *saturated |= !row.scale_counts(c.weight);
-                Ok(Some(row))
-            }
-        }
-    };
     for (k, c) in cursors.iter_mut().enumerate() {
-        if let Some(row) = advance(c, &mut saturated)? {
+        if let Some(row) = c.next(&mut saturated)? {
             heap.push(Head { row, input: k });
         }
     }
@@ -510,18 +515,23 @@ fn merge_table<W: std::io::Write, R: Row + 'static>(
     }
     let mut table = w.table::<R>(binary)?;
     let mut pending: Option<R> = None;
-    while let Some(Head { row, input }) = heap.pop() {
+    // The smallest row is taken from the top and replaced there by its input's next row: one
+    // sift instead of a pop and a push.
+    while let Some(mut top) = heap.peek_mut() {
+        let row = top.row;
         match &mut pending {
             Some(p) if p.key_cmp(&row) == Ordering::Equal => saturated |= !p.add_counts(&row),
             _ => {
-                if let Some(p) = pending.take() {
+                if let Some(p) = pending.replace(row) {
                     table.push(&p)?;
                 }
-                pending = Some(row);
             }
         }
-        if let Some(next) = advance(&mut cursors[input], &mut saturated)? {
-            heap.push(Head { row: next, input });
+        match cursors[top.input].next(&mut saturated)? {
+            Some(next) => top.row = next,
+            None => {
+                std::collections::binary_heap::PeekMut::pop(top);
+            }
         }
     }
     if let Some(p) = pending {

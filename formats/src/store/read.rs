@@ -1,6 +1,8 @@
 //! Reading a store: the trailer, the table of contents, the metadata and table blocks, each
 //! from a byte slice, so a caller can map the whole file or read only the parts it needs.
 
+use std::cmp::Ordering;
+
 use zerocopy::FromBytes;
 
 use crate::bytes::{Endian, ReadError, Reader};
@@ -411,51 +413,75 @@ impl<'a> Store<'a> {
     }
 
     /// Every row of binary `binary`'s `R` table, in key order (checked across blocks too).
-    pub fn rows<R: Row + 'static>(
-        &self,
-        binary: usize,
-    ) -> impl Iterator<Item = Result<R, StoreError>> + '_ {
+    pub fn rows<R: Row>(&self, binary: usize) -> TableRows<'a, R> {
         let blocks = self
             .binaries
             .get(binary)
             .map_or(&[][..], |(_, l)| l.blocks(R::KIND));
-        let mut prev: Option<R> = None;
-        blocks
-            .iter()
-            .flat_map(
-                move |s| match BlockRows::<R>::new(section_bytes(self.data, s), s) {
-                    Ok(rows) => EitherRows::Rows(rows),
-                    Err(e) => EitherRows::Failed(Some(e)),
-                },
-            )
-            .map(move |row| {
-                let row = row?;
-                if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
-                    return Err(StoreError {
-                        offset: 0,
-                        section: Some((R::KIND, binary as u32, 0)),
-                        kind: StoreErrorKind::Unsorted,
-                    });
-                }
-                prev = Some(row);
-                Ok(row)
-            })
+        TableRows {
+            data: self.data,
+            blocks: blocks.to_vec().into_iter(),
+            current: None,
+            prev: None,
+            failed: false,
+        }
     }
 }
 
-/// A block's rows, or the error that kept it from being read.
-enum EitherRows<'a, R: Row> {
-    Rows(BlockRows<'a, R>),
-    Failed(Option<StoreError>),
+/// The rows of one table, block after block, decoded as they are read.
+pub struct TableRows<'a, R: Row> {
+    data: &'a [u8],
+    blocks: std::vec::IntoIter<Section>,
+    current: Option<BlockRows<'a, R>>,
+    prev: Option<R>,
+    failed: bool,
 }
 
-impl<R: Row> Iterator for EitherRows<'_, R> {
+impl<R: Row> TableRows<'_, R> {
+    /// The next row; `None` after the last (or after an error).
+    #[inline]
+    pub fn next_row(&mut self) -> Result<Option<R>, StoreError> {
+        loop {
+            if self.failed {
+                return Ok(None);
+            }
+            let Some(block) = &mut self.current else {
+                let Some(s) = self.blocks.next() else {
+                    return Ok(None);
+                };
+                match BlockRows::new(section_bytes(self.data, &s), &s) {
+                    Ok(rows) => self.current = Some(rows),
+                    Err(e) => return self.fail(e),
+                }
+                continue;
+            };
+            match block.next_row() {
+                Ok(Some(row)) => {
+                    if self.prev.is_some_and(|p| p.key_cmp(&row) != Ordering::Less) {
+                        let e = block
+                            .section
+                            .error(block.reader.offset(), StoreErrorKind::Unsorted);
+                        return self.fail(e);
+                    }
+                    self.prev = Some(row);
+                    return Ok(Some(row));
+                }
+                Ok(None) => self.current = None,
+                Err(e) => return self.fail(e),
+            }
+        }
+    }
+
+    fn fail(&mut self, e: StoreError) -> Result<Option<R>, StoreError> {
+        self.failed = true;
+        Err(e)
+    }
+}
+
+impl<R: Row> Iterator for TableRows<'_, R> {
     type Item = Result<R, StoreError>;
     fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            EitherRows::Rows(r) => r.next(),
-            EitherRows::Failed(e) => e.take().map(Err),
-        }
+        self.next_row().transpose()
     }
 }
 
