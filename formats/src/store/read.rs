@@ -420,7 +420,7 @@ impl<'a> Store<'a> {
             .map_or(&[][..], |(_, l)| l.blocks(R::KIND));
         TableRows {
             data: self.data,
-            blocks: blocks.to_vec().into_iter(),
+            blocks: blocks.iter(),
             current: None,
             prev: None,
             failed: false,
@@ -431,7 +431,7 @@ impl<'a> Store<'a> {
 /// The rows of one table, block after block, decoded as they are read.
 pub struct TableRows<'a, R: Row> {
     data: &'a [u8],
-    blocks: std::vec::IntoIter<Section>,
+    blocks: std::slice::Iter<'a, Section>,
     current: Option<BlockRows<'a, R>>,
     prev: Option<R>,
     failed: bool,
@@ -446,7 +446,7 @@ impl<R: Row> TableRows<'_, R> {
                 return Ok(None);
             }
             let Some(block) = &mut self.current else {
-                let Some(s) = self.blocks.next() else {
+                let Some(&s) = self.blocks.next() else {
                     return Ok(None);
                 };
                 match BlockRows::new(section_bytes(self.data, &s), &s) {
