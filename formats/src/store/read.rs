@@ -413,7 +413,7 @@ impl<'a> Store<'a> {
     }
 
     /// Every row of binary `binary`'s `R` table, in key order (checked across blocks too).
-    pub fn rows<R: Row>(&self, binary: usize) -> TableRows<'a, R> {
+    pub fn rows<R: Row>(&self, binary: usize) -> TableRows<'_, R> {
         let blocks = self
             .binaries
             .get(binary)
