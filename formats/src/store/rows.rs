@@ -52,6 +52,44 @@ fn unzigzag(v: u64) -> u64 {
     ((v >> 1) as i64 ^ -((v & 1) as i64)) as u64
 }
 
+/// Two leading key columns of a sorted table: the first as a delta from the previous row's;
+/// the second as a delta too when the first repeats, else relative to the first (zigzag),
+/// since a branch's target is usually near its source.
+#[inline(always)]
+fn encode_pair(out: &mut Vec<u8>, (a, b): (u64, u64), (prev_a, prev_b): (u64, u64)) {
+    write_uleb128(out, a.wrapping_sub(prev_a));
+    if a == prev_a {
+        write_uleb128(out, b.wrapping_sub(prev_b));
+    } else {
+        write_uleb128(out, zigzag(b.wrapping_sub(a)));
+    }
+}
+
+/// Reads what [`encode_pair`] wrote.
+#[inline(always)]
+fn decode_pair(r: &mut Reader<'_>, (prev_a, prev_b): (u64, u64)) -> Result<(u64, u64), ReadError> {
+    let a = prev_a.wrapping_add(r.uleb128()?);
+    let b = if a == prev_a {
+        prev_b.wrapping_add(r.uleb128()?)
+    } else {
+        a.wrapping_add(unzigzag(r.uleb128()?))
+    };
+    Ok((a, b))
+}
+
+/// The taken and mispredicted counts.
+#[inline(always)]
+fn encode_counts(out: &mut Vec<u8>, [count, mispreds]: [u64; 2]) {
+    write_uleb128(out, count);
+    write_uleb128(out, mispreds);
+}
+
+/// Reads what [`encode_counts`] wrote.
+#[inline(always)]
+fn decode_counts(r: &mut Reader<'_>) -> Result<[u64; 2], ReadError> {
+    Ok([r.uleb128()?, r.uleb128()?])
+}
+
 /// An LBR trace: the branch `branch → from`, then the fall-through `from → to`, in the
 /// binary's file-offset space (`0`: outside the binary; `to == u64::MAX`: no fall-through).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -77,30 +115,20 @@ impl Row for TraceRow {
         [self.branch, self.from]
     }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
-        write_uleb128(out, self.branch.wrapping_sub(prev.branch));
-        if self.branch == prev.branch {
-            write_uleb128(out, self.from.wrapping_sub(prev.from));
-        } else {
-            write_uleb128(out, zigzag(self.from.wrapping_sub(self.branch)));
-        }
+        encode_pair(out, (self.branch, self.from), (prev.branch, prev.from));
         write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
-        write_uleb128(out, self.count);
-        write_uleb128(out, self.mispreds);
+        encode_counts(out, self.counts());
     }
     fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        let branch = prev.branch.wrapping_add(r.uleb128()?);
-        let from = if branch == prev.branch {
-            prev.from.wrapping_add(r.uleb128()?)
-        } else {
-            branch.wrapping_add(unzigzag(r.uleb128()?))
-        };
+        let (branch, from) = decode_pair(r, (prev.branch, prev.from))?;
         let to = from.wrapping_add(unzigzag(r.uleb128()?));
+        let [count, mispreds] = decode_counts(r)?;
         Ok(TraceRow {
             branch,
             from,
             to,
-            count: r.uleb128()?,
-            mispreds: r.uleb128()?,
+            count,
+            mispreds,
         })
     }
     fn counts(&self) -> [u64; 2] {
@@ -133,27 +161,17 @@ impl Row for BranchRow {
         [self.from, self.to]
     }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
-        write_uleb128(out, self.from.wrapping_sub(prev.from));
-        if self.from == prev.from {
-            write_uleb128(out, self.to.wrapping_sub(prev.to));
-        } else {
-            write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
-        }
-        write_uleb128(out, self.count);
-        write_uleb128(out, self.mispreds);
+        encode_pair(out, (self.from, self.to), (prev.from, prev.to));
+        encode_counts(out, self.counts());
     }
     fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        let from = prev.from.wrapping_add(r.uleb128()?);
-        let to = if from == prev.from {
-            prev.to.wrapping_add(r.uleb128()?)
-        } else {
-            from.wrapping_add(unzigzag(r.uleb128()?))
-        };
+        let (from, to) = decode_pair(r, (prev.from, prev.to))?;
+        let [count, mispreds] = decode_counts(r)?;
         Ok(BranchRow {
             from,
             to,
-            count: r.uleb128()?,
-            mispreds: r.uleb128()?,
+            count,
+            mispreds,
         })
     }
     fn counts(&self) -> [u64; 2] {
