@@ -3,36 +3,21 @@
 //! the first space; the first mapping of a name wins. Record names are mapped as they are read,
 //! so records of two old names that map to one new name merge.
 
-use hashbrown::HashMap;
+use crate::io::remap::RemapTable;
 
 /// A parsed remapping file: old record name → new name.
 #[derive(Clone, Debug, Default)]
 pub struct Remapper {
-    table: HashMap<Vec<u8>, Vec<u8>>,
+    table: RemapTable,
 }
 
 impl Remapper {
     /// Parses a remapping file; the error names the file and line as llvm-profdata does.
     pub fn parse(text: &[u8], file: &str) -> Result<Remapper, RemapError> {
-        let mut table = HashMap::new();
-        for (index, line) in text.split(|&b| b == b'\n').enumerate() {
-            // LLVM's line_iterator drops the '\r' of "\r\n" line ends.
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if line.is_empty() || line[0] == b'#' {
-                continue;
-            }
-            let (old, new) = match line.iter().position(|&b| b == b' ') {
-                Some(p) => (&line[..p], &line[p + 1..]),
-                None => (line, &line[line.len()..]),
-            };
-            if old.is_empty() || new.is_empty() || new.contains(&b' ') {
-                return Err(RemapError {
-                    file: file.to_string(),
-                    line: index + 1,
-                });
-            }
-            table.entry(old.to_vec()).or_insert_with(|| new.to_vec());
-        }
+        let table = crate::io::remap::parse_remapping(text).map_err(|line| RemapError {
+            file: file.to_string(),
+            line,
+        })?;
         Ok(Remapper { table })
     }
 

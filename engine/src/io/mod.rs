@@ -4,6 +4,7 @@ pub mod input;
 pub mod inputs;
 pub mod output;
 pub mod progress;
+pub mod remap;
 pub mod report;
 
 pub use input::InputBytes;

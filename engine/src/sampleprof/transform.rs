@@ -2,8 +2,6 @@
 //! (`--remapping-file`) and flattening of inlined callees
 //! (`--convert-sample-profile-layout=flat`), with LLVM 19's semantics.
 
-use std::collections::HashMap;
-
 use formats::sampleprof::{Context, FunctionId, FunctionSamples, Profile};
 
 use super::show::head_samples_estimate;
@@ -11,7 +9,7 @@ use super::show::head_samples_estimate;
 /// `SymbolRemapper` of llvm-profdata: `old new` pairs, one per line.
 #[derive(Clone, Debug, Default)]
 pub struct Remapper {
-    table: HashMap<Vec<u8>, Vec<u8>>,
+    table: crate::io::remap::RemapTable,
 }
 
 /// A malformed remapping line: its 1-based number.
@@ -19,25 +17,9 @@ pub struct Remapper {
 pub struct BadRemapLine(pub usize);
 
 impl Remapper {
-    /// Parses a remapping file as LLVM's `line_iterator(SkipBlanks, '#')` walks it: blank
-    /// lines and lines starting with '#' are skipped; every other line must be exactly two
-    /// names separated by one space. The first mapping of a name wins (`DenseMap::insert`).
+    /// Parses a remapping file (see [`crate::io::remap::parse_remapping`]).
     pub fn parse(text: &[u8]) -> Result<Remapper, BadRemapLine> {
-        let mut table = HashMap::new();
-        for (i, line) in text.split(|&b| b == b'\n').enumerate() {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if line.iter().all(|b| b" \t\x0b\x0c".contains(b)) || line.starts_with(b"#") {
-                continue;
-            }
-            let (old, new) = match memchr::memchr(b' ', line) {
-                Some(at) => (&line[..at], &line[at + 1..]),
-                None => (line, &line[line.len()..]),
-            };
-            if old.is_empty() || new.is_empty() || new.contains(&b' ') {
-                return Err(BadRemapLine(i + 1));
-            }
-            table.entry(old.to_vec()).or_insert_with(|| new.to_vec());
-        }
+        let table = crate::io::remap::parse_remapping(text).map_err(BadRemapLine)?;
         Ok(Remapper { table })
     }
 
