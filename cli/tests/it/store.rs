@@ -266,6 +266,86 @@ fn merged_stores_equal_perf2bolt_and_merge_fdata() {
     }
 }
 
+/// A shared library loaded at a different base in each capture (and the program using it),
+/// stored per capture, merged, exported: perf2bolt 22 on each capture + merge-fdata 22 agree.
+#[test]
+fn a_library_at_different_bases_merges_like_perf2bolt() {
+    if !have_tool("cc") || !have_tool(PERF2BOLT_22) || !have_tool(MERGE_FDATA_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("prog.c"), PROGRAM_C).unwrap();
+    let lib = cc(d, "libprog.so", &["-shared", "-fPIC"]);
+    let app = cc(d, "app-dso", &["-fPIE", "-pie"]);
+    let mut stores = Vec::new();
+    let mut fdatas = Vec::new();
+    for (seed, base) in [
+        (1u64, 0x7f00_1000_0000u64),
+        (2, 0x7f55_0000_0000),
+        (3, 0x7fa0_2000_0000),
+    ] {
+        let spec = corpus::LbrCaptureSpec {
+            binaries: vec![
+                corpus::LbrBinary {
+                    path: app.clone(),
+                    load_base: None,
+                },
+                corpus::LbrBinary {
+                    path: lib.clone(),
+                    load_base: Some(base),
+                },
+            ],
+            ..capture_spec(&[&app], 1, 1200, false, seed)
+        };
+        let capture = d.join(format!("b{seed}.data"));
+        write_capture(&capture, &spec);
+        let store = d.join(format!("b{seed}.pms"));
+        profmill_ok(&[
+            &"aggregate",
+            &capture,
+            &"-b",
+            &app,
+            &"-b",
+            &lib,
+            &"--format",
+            &"store",
+            &"-o",
+            &store,
+        ]);
+        stores.push(store);
+        let fdata = d.join(format!("b{seed}.fdata"));
+        run_ok(
+            Command::new(PERF2BOLT_22)
+                .arg(&lib)
+                .arg("-p")
+                .arg(&capture)
+                .arg("-o")
+                .arg(&fdata),
+        );
+        fdatas.push(fdata);
+    }
+    let reference = sorted_lines(&run_ok(Command::new(MERGE_FDATA_22).args(&fdatas)).stdout);
+    assert!(reference.len() > 20, "the library is barely sampled");
+    let merged = d.join("libs.pms");
+    let mut merge = profmill();
+    merge.arg("merge").args(&stores).arg("-o").arg(&merged);
+    run_ok(&mut merge);
+    let fdata = d.join("lib.fdata");
+    profmill_ok(&[
+        &"export",
+        &merged,
+        &"-b",
+        &lib,
+        &"--format",
+        &"fdata",
+        &"-o",
+        &fdata,
+    ]);
+    let ours = sorted_lines(&std::fs::read(&fdata).unwrap());
+    assert_same_lines(&ours, &reference, "the library's merged fdata");
+}
+
 #[test]
 fn merging_is_independent_of_order_grouping_and_repetition() {
     if !have_tool("cc") {
