@@ -426,6 +426,50 @@ impl<'a> Store<'a> {
             failed: false,
         }
     }
+
+    /// The store's content written again by this crate's writer: a store this crate wrote
+    /// comes back byte for byte; any other valid store comes back in the canonical layout
+    /// (blocks of [`super::ROWS_PER_BLOCK`] rows, unknown sections dropped).
+    pub fn rewrite(&self) -> Result<Vec<u8>, StoreError> {
+        let refused = |_: std::io::Error| StoreError {
+            offset: 0,
+            section: None,
+            kind: StoreErrorKind::Unsorted,
+        };
+        let mut w = super::StoreWriter::new(Vec::new()).map_err(refused)?;
+        w.meta(&self.meta).map_err(refused)?;
+        for (i, (meta, _)) in self.binaries.iter().enumerate() {
+            let b = w.binary(meta).map_err(refused)?;
+            self.copy_table::<super::TraceRow>(&mut w, i, b)?;
+            self.copy_table::<super::BranchRow>(&mut w, i, b)?;
+            self.copy_table::<super::IpRow>(&mut w, i, b)?;
+            self.copy_table::<super::MemRow>(&mut w, i, b)?;
+            self.copy_table::<super::ReturnRow>(&mut w, i, b)?;
+        }
+        w.finish().map_err(refused)
+    }
+
+    fn copy_table<R: Row>(
+        &self,
+        w: &mut super::StoreWriter<Vec<u8>>,
+        from: usize,
+        to: u32,
+    ) -> Result<(), StoreError> {
+        let mut rows = self.rows::<R>(from).peekable();
+        if rows.peek().is_none() {
+            return Ok(());
+        }
+        let refused = |_: std::io::Error| StoreError {
+            offset: 0,
+            section: Some((R::KIND, to, 0)),
+            kind: StoreErrorKind::Unsorted,
+        };
+        let mut t = w.table::<R>(to).map_err(refused)?;
+        for row in rows {
+            t.push(&row?).map_err(refused)?;
+        }
+        t.finish().map_err(refused)
+    }
 }
 
 /// The rows of one table, block after block, decoded as they are read.

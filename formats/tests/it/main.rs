@@ -1,5 +1,6 @@
 //! The formats crate's integration tests, linked into one test binary (one module per area).
 
+mod fuzz_seeds;
 mod instrprof_malformed;
 mod instrprof_raw_v11;
 mod instrprof_roundtrip;
