@@ -73,7 +73,7 @@ fn content() -> impl Strategy<Value = Content> {
     let binary = (
         proptest::collection::vec(any::<u8>(), 0..3),
         "[a-z]{1,6}",
-        proptest::collection::vec(trace, 0..9000),
+        proptest::collection::vec(trace, 0..5000),
         proptest::collection::vec((any::<u64>(), 1u64..9), 0..50),
         proptest::collection::vec((any::<u64>(), any::<u64>(), 1u64..9), 0..20),
     )
@@ -121,7 +121,7 @@ fn content() -> impl Strategy<Value = Content> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
     fn stores_round_trip(c in content()) {
