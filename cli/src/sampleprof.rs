@@ -144,6 +144,10 @@ pub struct ShowArgs {
     /// A profile store: print as JSON.
     #[arg(long)]
     json: bool,
+    /// A profile store: also list this binary's hottest functions (by taken branches out of
+    /// them, or by IP samples in them).
+    #[arg(short = 'b', long = "binary")]
+    binary: Option<PathBuf>,
     /// The profile to show.
     input: PathBuf,
 }
@@ -151,7 +155,11 @@ pub struct ShowArgs {
 /// Prints a profile store's summary, or a sample profile in LLVM's text form.
 pub fn show(args: ShowArgs) -> Result<(), Box<dyn std::error::Error>> {
     if !args.sample && crate::store::is_store(&args.input) {
-        return crate::store::show(&args.input, args.json);
+        crate::store::show(&args.input, args.json)?;
+        if let Some(binary) = &args.binary {
+            crate::store::show_hottest(&args.input, binary, 20)?;
+        }
+        return Ok(());
     }
     let profile = sampleprof::read(&args.input)?;
     let stdout = std::io::stdout();

@@ -206,6 +206,45 @@ pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// Prints `binary`'s `top` hottest functions in the store: by the taken branches whose source
+/// lies in them, or by IP samples in them for a basic profile.
+pub fn show_hottest(store: &Path, binary: &Path, top: usize) -> Result<(), BoxError> {
+    let profile = profile_for(store, binary, false, TraceOrder::ByBranch)?;
+    let data = std::fs::read(binary)?;
+    let functions = engine::bolt::Functions::from_elf(binary, &data)?;
+    let mut heat = vec![0u64; functions.len()];
+    let mut add = |addr: u64, n: u64| {
+        if let Some(f) = functions.index_containing(addr) {
+            heat[f] = heat[f].saturating_add(n);
+        }
+    };
+    if profile.traces.is_empty() {
+        profile.ips.iter().for_each(|&(ip, n)| add(ip, n));
+    } else {
+        profile
+            .traces
+            .iter()
+            .for_each(|&((branch, _, _), c)| add(branch, c.taken));
+    }
+    let mut hot: Vec<(u64, usize)> = heat
+        .iter()
+        .enumerate()
+        .filter(|&(_, &n)| n > 0)
+        .map(|(f, &n)| (n, f))
+        .collect();
+    hot.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let what = if profile.traces.is_empty() {
+        "samples"
+    } else {
+        "taken branches"
+    };
+    println!("hottest functions of {} ({what}):", binary.display());
+    for (n, f) in hot.into_iter().take(top) {
+        println!("  {n:>12}  {}", functions.get(f).name);
+    }
+    Ok(())
+}
+
 /// `s` as a JSON string literal.
 fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

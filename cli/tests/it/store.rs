@@ -389,6 +389,14 @@ fn merging_is_independent_of_order_grouping_and_repetition() {
         "{shown}"
     );
     assert!(shown.contains("captures: 4"), "{shown}");
+    // With a binary, its hottest functions: the program's loop is in `walk` and `lib_mix`.
+    let hot = profmill_ok(&[&"show", &d.join("flat.pms"), &"-b", &pie]).stdout;
+    let hot = String::from_utf8(hot).unwrap();
+    let listed = hot.split("hottest functions").nth(1).unwrap_or_default();
+    assert!(
+        listed.contains("lib_mix") || listed.contains("walk"),
+        "{hot}"
+    );
 }
 
 #[test]
