@@ -12,9 +12,12 @@ use std::path::{Path, PathBuf};
 
 use crate::rng::Rng;
 
+/// What the fdata generator writes: how many files of how many lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FdataSpec {
+    /// Seed of every random choice.
     pub seed: u64,
+    /// Number of files.
     pub files: usize,
     /// Data lines per file (before the headers).
     pub lines_per_file: usize,

@@ -7,6 +7,8 @@
 //! by `perf2bolt`, so they serve as differential-test inputs and benchmark
 //! data of any size.
 
+#![warn(missing_docs)]
+
 mod cfg;
 pub mod fdata;
 pub mod instrprof;
@@ -47,6 +49,7 @@ const DEFAULT_BASE_STRIDE: u64 = 0x1000_0000;
 /// An ELF file to take control flow from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LbrBinary {
+    /// The ELF file.
     pub path: PathBuf,
     /// Load bias for an ET_DYN (PIE or shared object): the process address
     /// of ELF virtual address 0; must be page-aligned. `None` picks
@@ -55,6 +58,7 @@ pub struct LbrBinary {
     pub load_base: Option<u64>,
 }
 
+/// What [`write_lbr_capture`] writes: binaries, processes, size and the shape of the stacks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LbrCaptureSpec {
     /// Every process maps all of these.
@@ -79,17 +83,21 @@ pub struct LbrCaptureSpec {
     /// `perf_event_attr` size in the file: [`ATTR_SIZE`] (128,
     /// what perf 6.1 reads) or e.g. 136 (VER8, which perf 6.1 refuses).
     pub attr_size: u64,
+    /// Seed of every random choice: the same spec gives the same bytes.
     pub seed: u64,
     /// Adds a second event, `mem-loads`, whose samples are interleaved with
     /// the LBR ones; both events then carry IDENTIFIER and EVENT_DESC names.
     pub mem_loads: Option<MemLoadSpec>,
 }
 
+/// What a written capture holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CaptureStats {
+    /// SAMPLE records written.
     pub samples: u64,
     /// Total bytes written (the whole file).
     pub bytes: u64,
+    /// Branch-stack entries over all samples.
     pub branch_entries: u64,
     /// mem-loads samples (included in `samples`).
     pub mem_samples: u64,
@@ -98,7 +106,9 @@ pub struct CaptureStats {
 /// One LBR entry, as stored in a SAMPLE record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BranchEntry {
+    /// The branch's source.
     pub from: u64,
+    /// The branch's target.
     pub to: u64,
     /// `perf_branch_entry` flag word: bit 0 mispredicted, bit 1 predicted,
     /// bits 4–19 cycles.
@@ -106,12 +116,15 @@ pub struct BranchEntry {
 }
 
 impl BranchEntry {
+    /// Flag bit 0.
     pub fn mispredicted(&self) -> bool {
         self.flags & 1 != 0
     }
+    /// Flag bit 1.
     pub fn predicted(&self) -> bool {
         self.flags & 2 != 0
     }
+    /// Flag bits 4–19.
     pub fn cycles(&self) -> u16 {
         ((self.flags >> 4) & 0xffff) as u16
     }
@@ -124,6 +137,7 @@ pub struct SampleDraw {
     pub stack: usize,
     /// Process (and thread) id.
     pub pid: u32,
+    /// The sample's timestamp.
     pub time: u64,
 }
 

@@ -54,8 +54,11 @@ impl Default for MemLoadSpec {
 /// One drawn memory sample: process addresses, and whether its process maps nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemDraw {
+    /// The sampled instruction.
     pub pc: u64,
+    /// The data address it touched.
     pub addr: u64,
+    /// Whether the sample comes from a process that maps no binary.
     pub unmapped_pid: bool,
 }
 

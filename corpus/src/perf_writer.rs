@@ -46,6 +46,7 @@ pub const SAMPLE_TYPE: u64 = 1 | (1 << 1) | (1 << 2) | (1 << 8) | (1 << 11);
 /// Fixed part of a SAMPLE record: header, ip, pid/tid, time, period.
 pub const SAMPLE_HEAD_SIZE: usize = 8 + 8 + 8 + 8 + 8;
 const BRANCH_SAMPLE_ANY: u64 = 1 << 3;
+/// The period every sample records.
 pub const SAMPLE_PERIOD: u64 = 100_003;
 
 /// perf's limit for one COMPRESSED record's payload

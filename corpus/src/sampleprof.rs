@@ -13,6 +13,7 @@ use crate::rng::{mix64, Rng};
 /// What to generate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SampleProfileSpec {
+    /// Seed of every random choice.
     pub seed: u64,
     /// Number of top-level functions (also the size of the name pool callees come from).
     pub functions: usize,
@@ -23,6 +24,7 @@ pub struct SampleProfileSpec {
 }
 
 impl SampleProfileSpec {
+    /// A spec with the default shape (lines per function, inlining depth).
     pub fn new(seed: u64, functions: usize) -> Self {
         SampleProfileSpec {
             seed,

@@ -9,6 +9,8 @@
 //!
 //! Used only as a dev-dependency; it depends on no other workspace crate.
 
+#![warn(missing_docs)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
