@@ -397,9 +397,11 @@ impl<R: Row> Ord for Head<R> {
 }
 
 /// Merges stores: every binary of every input, counts multiplied by the input's weight and
-/// summed (saturating at 2^64 − 1). A streaming k-way merge: one row per input is held at a
-/// time, so memory follows the number of inputs, not their size. The output depends only on
-/// the sum: any order or grouping of the same inputs gives the same bytes.
+/// summed (saturating at 2^64 − 1). A k-way merge that decodes one row per input at a time and
+/// never builds the merged tables in memory; the inputs themselves are read whole (small files)
+/// or mapped, so resident memory still includes their bytes (132 MB peak for 1,000 partials of
+/// 98 MB). The output depends only on the sum: any order or grouping of the same inputs gives
+/// the same bytes.
 pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeReport> {
     let files = inputs
         .iter()
