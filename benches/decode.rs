@@ -44,6 +44,7 @@ fn aggregate_capture(c: &mut Criterion) {
     for threads in [1, 2] {
         let request = Request {
             binaries: vec![BinaryInfo::load(&binary).unwrap()],
+            discover: None,
             basic: false,
             pid: None,
             ignore_build_id: false,

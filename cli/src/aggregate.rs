@@ -12,7 +12,10 @@ use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
 use engine::perf::preagg::write_preagg;
-use engine::perf::store::{stored_profile, write_store};
+use engine::perf::store::{
+    binary_profile, stored_profile, summed_profiles, write_store, StoredProfile,
+};
+use engine::perf::TraceOrder;
 use formats::store::StoreMeta;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -40,11 +43,18 @@ impl Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The perf.data capture (`-` reads a pipe-mode capture from stdin), or a profile store.
-    capture: PathBuf,
-    /// A profiled ELF binary; repeat for several (then -o names a directory).
-    #[arg(short = 'b', long = "binary", required = true)]
+    /// perf.data captures, summed into one profile (`-` reads a pipe-mode capture from stdin);
+    /// or one profile store.
+    #[arg(required = true)]
+    captures: Vec<PathBuf>,
+    /// A profiled ELF binary; repeat for several (then -o names a directory). Without any,
+    /// `--format store` profiles every binary the captures map.
+    #[arg(short = 'b', long = "binary")]
     binaries: Vec<PathBuf>,
+    /// With `--format store` and no `--binary`: only the mapped binaries this names (a path, a
+    /// file name, or a build-id of at least 8 hex digits); repeat for several.
+    #[arg(long, value_name = "NAME|BUILD-ID")]
+    only: Vec<String>,
     /// Output file (or directory, with several binaries).
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
@@ -64,29 +74,80 @@ pub struct Args {
     threads: Option<usize>,
 }
 
-pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    if crate::store::is_store(&args.capture) {
-        // A store holds aggregated profiles already: write them out as `export` does.
-        return crate::store::export_binaries(
-            &args.capture,
-            &args.binaries,
-            args.format,
-            &args.output,
-            args.ignore_build_id,
-        );
+type BoxError = Box<dyn std::error::Error>;
+
+pub fn run(args: Args) -> Result<(), BoxError> {
+    check_args(&args)?;
+    if let [only] = &args.captures[..] {
+        if crate::store::is_store(only) {
+            // A store holds aggregated profiles already: write them out as `export` does.
+            return crate::store::export_binaries(
+                only,
+                &args.binaries,
+                args.format,
+                &args.output,
+                args.ignore_build_id,
+            );
+        }
     }
     let started = Instant::now();
+    let request = request(&args)?;
+    if args.format == Format::Store {
+        return write_store_of_captures(&args, &request, started);
+    }
+    if let [capture] = &args.captures[..] {
+        let result = aggregate_one(capture, &request)?;
+        let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
+        for ((profile, path), binary) in result.profiles.iter().zip(&outputs).zip(&args.binaries) {
+            write_profile(args.format, binary, profile, result.basic, path)?;
+        }
+        summarize(&result, &outputs, started);
+        return Ok(());
+    }
+    write_sum_of_captures(&args, &request, started)
+}
+
+/// Refuses argument combinations that cannot mean anything.
+fn check_args(args: &Args) -> Result<(), BoxError> {
+    let stdin_captures = args
+        .captures
+        .iter()
+        .filter(|c| c.as_os_str() == "-")
+        .count();
+    if stdin_captures > 1 {
+        return Err("standard input (`-`) can be read only once".into());
+    }
+    if args.captures.len() > 1 {
+        if let Some(store) = args.captures.iter().find(|c| crate::store::is_store(c)) {
+            return Err(format!(
+                "{}: a profile store cannot be summed with captures here; aggregate the captures to a store, then `profmill merge` the stores",
+                store.display()
+            )
+            .into());
+        }
+    }
+    if !args.only.is_empty() && !args.binaries.is_empty() {
+        return Err("--only chooses among the binaries the capture maps; with --binary, name only the binaries you want".into());
+    }
+    let is_store_input = args.captures.len() == 1 && crate::store::is_store(&args.captures[0]);
+    if args.binaries.is_empty() && (args.format != Format::Store || is_store_input) {
+        return Err(format!(
+            "--binary is needed for --format {}; only --format store works without binaries (it profiles every binary the capture maps)",
+            clap::ValueEnum::to_possible_value(&args.format).map(|v| v.get_name().to_owned()).unwrap_or_default()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn request(args: &Args) -> Result<Request, BoxError> {
     let binaries = args
         .binaries
         .iter()
         .map(|p| BinaryInfo::load(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let input = if args.capture.as_os_str() == "-" {
-        Input::stream("<stdin>", std::io::stdin())
-    } else {
-        Input::File(args.capture.clone())
-    };
-    let request = Request {
+    Ok(Request {
+        discover: binaries.is_empty().then(|| args.only.clone()),
         binaries,
         basic: args.basic,
         pid: args.pid,
@@ -99,36 +160,92 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         threads: crate::default_threads(args.threads),
         stream: false,
         trace_order: Default::default(),
+    })
+}
+
+/// Reads one capture (`-`: stdin) for `request`, with a progress bar.
+fn aggregate_one(capture: &Path, request: &Request) -> Result<Aggregation, BoxError> {
+    let input = if capture.as_os_str() == "-" {
+        Input::stream("<stdin>", std::io::stdin())
+    } else {
+        Input::File(capture.to_path_buf())
     };
-    let total = std::fs::metadata(&args.capture).ok().map(|m| m.len());
+    let total = std::fs::metadata(capture).ok().map(|m| m.len());
     let bar = crate::progress::Bar::bytes(total, "reading");
-    let result = aggregate(&input, &request, &bar)?;
-    if args.format == Format::Store {
-        let profiles = request
-            .binaries
-            .iter()
-            .zip(&result.profiles)
-            .map(|(b, p)| stored_profile(b, p))
-            .collect();
-        let meta = StoreMeta {
-            captures: 1,
-            hosts: result
-                .side
-                .hostname()
-                .map(str::to_owned)
-                .into_iter()
-                .collect(),
-        };
-        write_store(&args.output, &meta, profiles)?;
-        let outputs = vec![args.output.clone(); args.binaries.len()];
-        summarize(&result, &args.binaries, &outputs, started);
-        return Ok(());
+    Ok(aggregate(&input, request, &bar)?)
+}
+
+/// Every capture's profiles in the store's terms, in capture order, and the hosts they came
+/// from. The profiles of one binary are not summed yet.
+fn stored_profiles_of_captures(
+    args: &Args,
+    request: &Request,
+    started: Instant,
+) -> Result<(Vec<StoredProfile>, Vec<String>, bool), BoxError> {
+    let mut profiles = Vec::new();
+    let mut hosts = Vec::new();
+    let mut basic = None;
+    for capture in &args.captures {
+        let result = aggregate_one(capture, request)?;
+        if *basic.get_or_insert(result.basic) != result.basic {
+            return Err(format!(
+                "{}: has {} branch stacks, unlike the captures before it; sum basic and LBR captures separately",
+                capture.display(),
+                if result.basic { "no" } else { "" }
+            )
+            .into());
+        }
+        profiles.extend(
+            result
+                .binaries
+                .iter()
+                .zip(&result.profiles)
+                .map(|(b, p)| stored_profile(b, p)),
+        );
+        hosts.extend(result.side.hostname().map(str::to_owned));
+        let outputs = vec![args.output.clone(); result.binaries.len()];
+        summarize(&result, &outputs, started);
     }
+    hosts.sort();
+    hosts.dedup();
+    Ok((profiles, hosts, basic.unwrap_or(false)))
+}
+
+/// `--format store`: every capture's profiles, summed per binary, in one store.
+fn write_store_of_captures(
+    args: &Args,
+    request: &Request,
+    started: Instant,
+) -> Result<(), BoxError> {
+    let (profiles, hosts, _) = stored_profiles_of_captures(args, request, started)?;
+    let meta = StoreMeta {
+        captures: args.captures.len() as u64,
+        hosts,
+    };
+    write_store(&args.output, &meta, profiles)?;
+    Ok(())
+}
+
+/// Several captures in a text format: their sum, through the store's terms (file offsets), so
+/// that the result equals aggregating them to a store and exporting it.
+fn write_sum_of_captures(args: &Args, request: &Request, started: Instant) -> Result<(), BoxError> {
+    let (profiles, _, basic) = stored_profiles_of_captures(args, request, started)?;
+    let summed = summed_profiles(profiles);
     let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
-    for ((profile, path), binary) in result.profiles.iter().zip(&outputs).zip(&args.binaries) {
-        write_profile(args.format, binary, profile, result.basic, path)?;
+    let order = match args.format {
+        Format::Fdata => TraceOrder::ByStart,
+        _ => TraceOrder::ByBranch,
+    };
+    for ((path, binary), output) in args.binaries.iter().zip(&request.binaries).zip(&outputs) {
+        let meta = stored_profile(binary, &BinaryProfile::default()).meta;
+        let stored = summed
+            .iter()
+            .find(|p| p.meta.identity_cmp(&meta) == std::cmp::Ordering::Equal);
+        let profile = stored
+            .map(|p| binary_profile(p, binary, order))
+            .unwrap_or_default();
+        write_profile(args.format, path, &profile, basic, output)?;
     }
-    summarize(&result, &args.binaries, &outputs, started);
     Ok(())
 }
 
@@ -165,8 +282,9 @@ pub fn run_paths(
     output: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
     run(Args {
-        capture: capture.to_path_buf(),
+        captures: vec![capture.to_path_buf()],
         binaries: binaries.to_vec(),
+        only: Vec::new(),
         output: output.to_path_buf(),
         format: Format::Preagg,
         basic: false,
@@ -235,7 +353,7 @@ pub fn output_paths(
         .collect())
 }
 
-fn summarize(r: &Aggregation, binaries: &[PathBuf], outputs: &[PathBuf], started: Instant) {
+fn summarize(r: &Aggregation, outputs: &[PathBuf], started: Instant) {
     let s = &r.stats;
     let mb = r.side.bytes as f64 / 1e6;
     let secs = started.elapsed().as_secs_f64();
@@ -243,15 +361,16 @@ fn summarize(r: &Aggregation, binaries: &[PathBuf], outputs: &[PathBuf], started
         "profmill: read {} samples ({} with branch stacks, {} entries, {} kernel entries dropped) from {:.1} MB in {:.2} s ({:.0} MB/s)",
         s.samples, s.samples_with_branches, s.branch_entries, s.kernel_entries, mb, secs, mb / secs.max(1e-9)
     );
-    for ((p, b), o) in r.profiles.iter().zip(binaries).zip(outputs) {
+    for ((p, b), o) in r.profiles.iter().zip(&r.binaries).zip(outputs) {
         let what = if r.basic {
             format!("{} addresses, {} samples", p.ips.len(), p.samples)
         } else {
             format!("{} traces", p.traces.len())
         };
+        let processes = if p.pids == 1 { "process" } else { "processes" };
         eprintln!(
-            "profmill: {}: {} processes, {} → {}",
-            b.display(),
+            "profmill: {}: {} {processes}, {} → {}",
+            b.path.display(),
             p.pids,
             what,
             o.display()

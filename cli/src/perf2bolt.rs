@@ -187,6 +187,7 @@ fn read_capture(
 ) -> Result<engine::perf::aggregate::BinaryProfile, Box<dyn std::error::Error>> {
     let request = Request {
         binaries: vec![BinaryInfo::load(&o.binary)?],
+        discover: None,
         basic: o.basic,
         pid: o.pid,
         ignore_build_id: o.ignore_build_id,

@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Aggregate in the order symbolization walks (by fall-through start): no re-sort needed.
     let request = Request {
         binaries: vec![BinaryInfo::load(&binary)?],
+        discover: None,
         basic: false,
         pid: None,
         ignore_build_id: false,

@@ -42,6 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (binary, capture) = synthetic_capture(dir.path())?;
     let request = Request {
         binaries: vec![BinaryInfo::load(&binary)?],
+        discover: None,
         basic: false,
         pid: None,
         ignore_build_id: false,

@@ -62,13 +62,22 @@ fn store_of(capture: &Path, binary: &Path, out: &Path) {
 }
 
 /// The direct output of `aggregate --format FORMAT` equals `export --format FORMAT` of the
-/// capture's store, byte for byte.
+/// capture's store, byte for byte: of the store aggregated for the binary, and of the store
+/// aggregated without it (every binary the capture maps, in file offsets, no ELF read).
 fn assert_store_round_trip(capture: &Path, binary: &Path, formats: &[&str], dir: &Path) {
     let store = dir.join("capture.pms");
     store_of(capture, binary, &store);
+    let everything = dir.join("everything.pms");
+    profmill_ok(&[
+        &"aggregate",
+        &capture,
+        &"--format",
+        &"store",
+        &"-o",
+        &everything,
+    ]);
     for format in formats {
         let direct = dir.join(format!("direct.{format}"));
-        let exported = dir.join(format!("exported.{format}"));
         profmill_ok(&[
             &"aggregate",
             &capture,
@@ -79,24 +88,30 @@ fn assert_store_round_trip(capture: &Path, binary: &Path, formats: &[&str], dir:
             &"-o",
             &direct,
         ]);
-        profmill_ok(&[
-            &"export",
-            &store,
-            &"-b",
-            &binary,
-            &"--format",
-            format,
-            &"-o",
-            &exported,
-        ]);
         let direct = std::fs::read(&direct).unwrap();
         assert!(!direct.is_empty(), "{format}: empty direct output");
-        assert_eq!(
-            String::from_utf8_lossy(&std::fs::read(&exported).unwrap()),
-            String::from_utf8_lossy(&direct),
-            "{format} of {} through a store",
-            capture.display()
-        );
+        for (from, what) in [
+            (&store, "its store"),
+            (&everything, "the store of every binary"),
+        ] {
+            let exported = dir.join(format!("exported.{format}"));
+            profmill_ok(&[
+                &"export",
+                from,
+                &"-b",
+                &binary,
+                &"--format",
+                format,
+                &"-o",
+                &exported,
+            ]);
+            assert_eq!(
+                String::from_utf8_lossy(&std::fs::read(&exported).unwrap()),
+                String::from_utf8_lossy(&direct),
+                "{format} of {} through {what}",
+                capture.display()
+            );
+        }
     }
 }
 
@@ -267,7 +282,9 @@ fn merged_stores_equal_perf2bolt_and_merge_fdata() {
 }
 
 /// A shared library loaded at a different base in each capture (and the program using it),
-/// stored per capture, merged, exported: perf2bolt 22 on each capture + merge-fdata 22 agree.
+/// stored per capture the way a fleet host does it (no binaries at hand: every mapped file),
+/// merged, exported: perf2bolt 22 on each capture + merge-fdata 22 agree, for the library and
+/// for the program. The captures summed by one `aggregate` call give the merged store's bytes.
 #[test]
 fn a_library_at_different_bases_merges_like_perf2bolt() {
     if !have_tool("cc") || !have_tool(PERF2BOLT_22) || !have_tool(MERGE_FDATA_22) {
@@ -278,8 +295,9 @@ fn a_library_at_different_bases_merges_like_perf2bolt() {
     std::fs::write(d.join("prog.c"), PROGRAM_C).unwrap();
     let lib = cc(d, "libprog.so", &["-shared", "-fPIC"]);
     let app = cc(d, "app-dso", &["-fPIE", "-pie"]);
+    let mut captures = Vec::new();
     let mut stores = Vec::new();
-    let mut fdatas = Vec::new();
+    let mut fdatas: [Vec<PathBuf>; 2] = Default::default();
     for (seed, base) in [
         (1u64, 0x7f00_1000_0000u64),
         (2, 0x7f55_0000_0000),
@@ -301,37 +319,70 @@ fn a_library_at_different_bases_merges_like_perf2bolt() {
         let capture = d.join(format!("b{seed}.data"));
         write_capture(&capture, &spec);
         let store = d.join(format!("b{seed}.pms"));
-        profmill_ok(&[
-            &"aggregate",
-            &capture,
-            &"-b",
-            &app,
-            &"-b",
-            &lib,
-            &"--format",
-            &"store",
-            &"-o",
-            &store,
-        ]);
+        profmill_ok(&[&"aggregate", &capture, &"--format", &"store", &"-o", &store]);
         stores.push(store);
-        let fdata = d.join(format!("b{seed}.fdata"));
-        run_ok(
-            Command::new(PERF2BOLT_22)
-                .arg(&lib)
-                .arg("-p")
-                .arg(&capture)
-                .arg("-o")
-                .arg(&fdata),
-        );
-        fdatas.push(fdata);
+        for (binary, fdatas) in [&lib, &app].into_iter().zip(&mut fdatas) {
+            let name = binary.file_name().unwrap().to_str().unwrap();
+            let fdata = d.join(format!("b{seed}-{name}.fdata"));
+            run_ok(
+                Command::new(PERF2BOLT_22)
+                    .arg(binary)
+                    .arg("-p")
+                    .arg(&capture)
+                    .arg("-o")
+                    .arg(&fdata),
+            );
+            fdatas.push(fdata);
+        }
+        captures.push(capture);
     }
-    let reference = sorted_lines(&run_ok(Command::new(MERGE_FDATA_22).args(&fdatas)).stdout);
-    assert!(reference.len() > 20, "the library is barely sampled");
     let merged = d.join("libs.pms");
     let mut merge = profmill();
     merge.arg("merge").args(&stores).arg("-o").arg(&merged);
     run_ok(&mut merge);
-    let fdata = d.join("lib.fdata");
+    for (binary, fdatas) in [&lib, &app].into_iter().zip(&fdatas) {
+        let reference = sorted_lines(&run_ok(Command::new(MERGE_FDATA_22).args(fdatas)).stdout);
+        assert!(
+            reference.len() > 20,
+            "{} is barely sampled",
+            binary.display()
+        );
+        let fdata = d.join("exported.fdata");
+        profmill_ok(&[
+            &"export",
+            &merged,
+            &"-b",
+            binary,
+            &"--format",
+            &"fdata",
+            &"-o",
+            &fdata,
+        ]);
+        let ours = sorted_lines(&std::fs::read(&fdata).unwrap());
+        assert_same_lines(&ours, &reference, "the merged fdata");
+    }
+    // Several captures in one call are one sum: the same bytes as the merged store.
+    let summed = d.join("summed.pms");
+    let mut aggregate = profmill();
+    aggregate
+        .arg("aggregate")
+        .args(&captures)
+        .args(["--format", "store", "-o"])
+        .arg(&summed);
+    run_ok(&mut aggregate);
+    assert!(std::fs::read(&summed).unwrap() == std::fs::read(&merged).unwrap());
+    // ... and in a text format, the merged store's export.
+    let summed_fdata = d.join("summed.fdata");
+    let mut aggregate = profmill();
+    aggregate
+        .arg("aggregate")
+        .args(&captures)
+        .arg("-b")
+        .arg(&lib)
+        .args(["--format", "fdata", "-o"])
+        .arg(&summed_fdata);
+    run_ok(&mut aggregate);
+    let exported = d.join("lib.fdata");
     profmill_ok(&[
         &"export",
         &merged,
@@ -340,10 +391,47 @@ fn a_library_at_different_bases_merges_like_perf2bolt() {
         &"--format",
         &"fdata",
         &"-o",
-        &fdata,
+        &exported,
     ]);
-    let ours = sorted_lines(&std::fs::read(&fdata).unwrap());
-    assert_same_lines(&ours, &reference, "the library's merged fdata");
+    assert_eq!(
+        std::fs::read_to_string(&summed_fdata).unwrap(),
+        std::fs::read_to_string(&exported).unwrap()
+    );
+    // --only keeps what it names, by file name or build-id, and refuses names not mapped.
+    let only = d.join("only.pms");
+    profmill_ok(&[
+        &"aggregate",
+        &captures[0],
+        &"--format",
+        &"store",
+        &"--only",
+        &"libprog.so",
+        &"-o",
+        &only,
+    ]);
+    let shown = String::from_utf8(profmill_ok(&[&"show", &only]).stdout).unwrap();
+    assert!(shown.contains("binary libprog.so"), "{shown}");
+    assert!(!shown.contains("binary app-dso"), "{shown}");
+    let out = profmill()
+        .args([
+            "aggregate",
+            "--format",
+            "store",
+            "--only",
+            "libnothere.so",
+            "-o",
+        ])
+        .arg(d.join("none.pms"))
+        .arg(&captures[0])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("libnothere.so") && stderr.contains("libprog.so"),
+        "{stderr}"
+    );
+    assert!(!d.join("none.pms").exists());
 }
 
 #[test]

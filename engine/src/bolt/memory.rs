@@ -444,12 +444,15 @@ pub struct MemLine {
 
 /// The memory lines of a profile's `(pc, data address, count)` samples.
 pub fn symbolize(
-    samples: &[(u64, u64, u64)],
+    samples: &[crate::perf::aggregate::MemSample],
     functions: &Functions,
     objects: &DataObjects,
 ) -> Vec<(MemLine, u64)> {
     let mut lines: HashMap<MemLine, u64> = HashMap::new();
-    for &(pc, addr, count) in samples {
+    for &crate::perf::aggregate::MemSample {
+        pc, addr, count, ..
+    } in samples
+    {
         let Some(f) = functions.index_containing(pc) else {
             continue;
         };

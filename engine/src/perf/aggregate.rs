@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::io::progress::Progress;
 use crate::perf::binary::BinaryInfo;
 use crate::perf::capture::{self, Input, SideBand, Sink};
+use crate::perf::discover;
 use crate::perf::mapping::{binary_maps, BinaryMaps, ProcessMap, Rules};
 pub use crate::perf::table::TraceOrder;
 use crate::perf::table::{merge_into, Counts, IpKey, Locate, StackBatch, TraceKey, TraceTable};
@@ -293,6 +294,12 @@ pub struct Request {
     /// The binaries to profile; [`Aggregation::profiles`] has one profile per binary, in this
     /// order. Each is matched to the capture's mmap events by build-id, else by file name.
     pub binaries: Vec<BinaryInfo>,
+    /// `Some`: ignore [`Request::binaries`] and profile every file the capture maps executable
+    /// (kernel excluded), without its ELF, in its file-offset space (see
+    /// [`store`](crate::perf::store)); only those that an entry names (full path, file name, or
+    /// build-id of at least 8 hex digits) when the list is not empty. Processes excluded by
+    /// [`Request::pid`] do not count.
+    pub discover: Option<Vec<String>>,
     /// Count IP samples instead of branch stacks (forced when the capture has no branch stacks).
     pub basic: bool,
     /// Only samples of this process (perf2bolt's `--pid`); `None` for every process.
@@ -321,13 +328,27 @@ pub struct BinaryProfile {
     pub ips: Vec<(u64, u64)>,
     /// Branch addresses known to be returns (pre-aggregated `R` records).
     pub returns: Vec<u64>,
-    /// Memory samples as perf2bolt sees them: (pc as recorded, data address adjusted like a
-    /// branch address, count).
-    pub mem: Vec<(u64, u64, u64)>,
+    /// Memory samples as perf2bolt sees them, sorted.
+    pub mem: Vec<MemSample>,
     /// Samples that fell in this binary.
     pub samples: u64,
     /// Distinct processes whose samples fell in this binary.
     pub pids: usize,
+}
+
+/// A memory sample as perf2bolt reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MemSample {
+    /// The instruction's address as recorded (perf2bolt does not adjust it).
+    pub pc: u64,
+    /// The data address, adjusted like a branch address.
+    pub addr: u64,
+    /// Whether the data address lay in the process's mapping of the binary (adjusted, or for
+    /// a fixed-address binary, in one of its segments): then it is one of the binary's
+    /// addresses, which the profile store keeps as a file offset.
+    pub in_binary: bool,
+    /// Samples.
+    pub count: u64,
 }
 
 /// The whole result of [`aggregate`].
@@ -339,7 +360,10 @@ pub struct Aggregation {
     /// Whether the profiles count IP samples (requested, or forced by a capture without
     /// branch stacks) rather than traces.
     pub basic: bool,
-    /// One profile per [`Request::binaries`] entry, in the same order.
+    /// The binaries profiled: [`Request::binaries`], or those found with
+    /// [`Request::discover`].
+    pub binaries: Vec<BinaryInfo>,
+    /// One profile per [`Aggregation::binaries`] entry, in the same order.
     pub profiles: Vec<BinaryProfile>,
 }
 
@@ -368,8 +392,8 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
             Some(r) => Tables {
                 basic,
                 mem_events,
+                per_binary: presized_tables(&r.binaries, req.threads, side, basic),
                 resolver: Some(r.clone()),
-                per_binary: presized_tables(req, side, basic),
                 ..Default::default()
             },
             None => Tables {
@@ -401,29 +425,26 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
         )?;
         tables = Tables::merge(t);
     }
-    let all_maps = match resolver.get() {
-        Some(Some(r)) => r.maps.clone(),
-        _ => req
-            .binaries
-            .iter()
-            .map(|b| maps_for(req, &side, b))
-            .collect::<Result<Vec<_>>>()?,
+    let (binaries, all_maps) = match resolver.get() {
+        Some(Some(r)) => (r.binaries.clone(), r.maps.clone()),
+        _ => binaries_and_maps(req, &side)?,
     };
     let mut profiles = Vec::new();
-    for (i, (binary, maps)) in req.binaries.iter().zip(&all_maps).enumerate() {
-        check_mapped(binary, maps, req)?;
+    for (i, (binary, maps)) in binaries.iter().zip(&all_maps).enumerate() {
+        check_mapped(binary, maps, req, &side)?;
         let table = match tables.per_binary.get_mut(i) {
             Some(table) => std::mem::take(table),
             None => place_raw(&tables, binary, maps),
         };
         let mut profile = finish(table, &side, basic, req.trace_order);
-        profile.mem = place_mem(&tables.mem, &side, maps);
+        profile.mem = place_mem(&tables.mem, &side, binary, maps);
         profiles.push(profile);
     }
     Ok(Aggregation {
         side,
         stats: tables.stats,
         basic,
+        binaries,
         profiles,
     })
 }
@@ -440,16 +461,21 @@ const PRESIZED_BYTES: usize = 64 << 20;
 /// once the capture is large and no table starts larger than its input could make it.
 ///
 /// When counting IP samples, no trace table is filled: the tables start at the default size.
-fn presized_tables(req: &Request, side: &SideBand, basic: bool) -> Vec<BinaryTable> {
-    let share = side.bytes as usize / req.threads.max(1);
+fn presized_tables(
+    binaries: &[BinaryInfo],
+    threads: usize,
+    side: &SideBand,
+    basic: bool,
+) -> Vec<BinaryTable> {
+    let share = side.bytes as usize / threads.max(1);
     let entries = if basic {
         0
     } else {
         share / formats::perf::BranchEntry::SIZE
     };
-    let max_bytes = PRESIZED_BYTES / req.binaries.len().max(1);
+    let max_bytes = PRESIZED_BYTES / binaries.len().max(1);
     let table = |b| BinaryTable::for_binary(b, entries, max_bytes);
-    req.binaries.iter().map(table).collect()
+    binaries.iter().map(table).collect()
 }
 
 /// Which events perf2bolt reads memory samples from.
@@ -466,8 +492,9 @@ fn mem_events(side: &SideBand) -> Vec<bool> {
 fn place_mem(
     mem: &HashMap<MemKey, u64>,
     side: &SideBand,
+    binary: &BinaryInfo,
     maps: &BinaryMaps,
-) -> Vec<(u64, u64, u64)> {
+) -> Vec<MemSample> {
     let all_have_addr = side
         .events
         .layouts
@@ -477,7 +504,7 @@ fn place_mem(
         return Vec::new();
     }
     let is_mem = mem_events(side);
-    let mut placed: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut placed: HashMap<(u64, u64, bool), u64> = HashMap::new();
     for (k, &n) in mem {
         if !is_mem.get(k.event as usize).copied().unwrap_or(false) {
             continue;
@@ -486,9 +513,22 @@ fn place_mem(
             continue;
         };
         let addr = map.adjust(k.addr, maps.fixed_load_address);
-        *placed.entry((k.pc, addr)).or_insert(0) += n;
+        let in_binary = if maps.fixed_load_address {
+            binary.contains(addr)
+        } else {
+            map.in_mapping(k.addr)
+        };
+        *placed.entry((k.pc, addr, in_binary)).or_insert(0) += n;
     }
-    let mut out: Vec<_> = placed.into_iter().map(|((p, a), n)| (p, a, n)).collect();
+    let mut out: Vec<_> = placed
+        .into_iter()
+        .map(|((pc, addr, in_binary), count)| MemSample {
+            pc,
+            addr,
+            in_binary,
+            count,
+        })
+        .collect();
     out.sort_unstable();
     out
 }
@@ -510,25 +550,51 @@ fn maps_for(req: &Request, side: &SideBand, binary: &BinaryInfo) -> Result<Binar
 }
 
 fn build_resolver(req: &Request, side: &SideBand) -> Result<Resolver> {
-    let maps = req
-        .binaries
-        .iter()
-        .map(|b| maps_for(req, side, b))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Resolver::new(&req.binaries, maps))
+    let (binaries, maps) = binaries_and_maps(req, side)?;
+    Ok(Resolver::new(&binaries, maps))
 }
 
-fn check_mapped(binary: &BinaryInfo, maps: &BinaryMaps, req: &Request) -> Result<()> {
+/// The binaries to profile and their mappings: the requested ones, or those the capture maps
+/// (when discovering, those that no process left after [`Request::pid`] maps are dropped).
+fn binaries_and_maps(req: &Request, side: &SideBand) -> Result<(Vec<BinaryInfo>, Vec<BinaryMaps>)> {
+    let Some(only) = &req.discover else {
+        let maps = req
+            .binaries
+            .iter()
+            .map(|b| maps_for(req, side, b))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok((req.binaries.clone(), maps));
+    };
+    let mut binaries = Vec::new();
+    let mut all_maps = Vec::new();
+    for binary in discover::mapped_binaries(side, only)? {
+        let maps = maps_for(req, side, &binary)?;
+        if !maps.by_pid.is_empty() {
+            binaries.push(binary);
+            all_maps.push(maps);
+        }
+    }
+    Ok((binaries, all_maps))
+}
+
+fn check_mapped(
+    binary: &BinaryInfo,
+    maps: &BinaryMaps,
+    req: &Request,
+    side: &SideBand,
+) -> Result<()> {
     if !maps.by_pid.is_empty() {
         return Ok(());
     }
+    let mapped = discover::mapped_binaries(side, &[]).unwrap_or_default();
     Err(Error::Mismatch(format!(
-        "{}: no process in the capture maps a file named {:?}{}",
+        "{}: no process in the capture maps a file named {:?}{} (it maps: {}); rename the binary to the mapped name, or pass --ignore-build-id if only its build-id differs",
         binary.path.display(),
         String::from_utf8_lossy(&binary.file_name),
         req.pid
             .map(|p| format!(" (with pid {p})"))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        discover::describe(&mapped)
     )))
 }
 
@@ -562,6 +628,10 @@ fn finish(table: BinaryTable, side: &SideBand, basic: bool, order: TraceOrder) -
 /// Checks the binary's build-id against the capture's and returns the file name to match mmaps
 /// with (perf2bolt uses the capture's name for a build-id match under another name).
 fn match_name(binary: &BinaryInfo, side: &SideBand, ignore: bool) -> Result<Vec<u8>> {
+    if binary.mapped_path.is_some() {
+        // Found in the capture's own mappings: nothing to check.
+        return Ok(binary.file_name.clone());
+    }
     let Some(id) = binary.build_id.as_deref().filter(|id| !id.is_empty()) else {
         return Ok(binary.file_name.clone());
     };

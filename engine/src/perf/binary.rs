@@ -33,6 +33,9 @@ pub struct BinaryInfo {
     pub(crate) segments: Vec<Segment>,
     /// `[lowest segment start, highest segment end)`: a quick rejection test for `contains`.
     span: (u64, u64),
+    /// For a binary known only from the capture ([`BinaryInfo::mapped`]): the full path its
+    /// mmap events name, which they are matched by (executable mappings only).
+    pub(crate) mapped_path: Option<Vec<u8>>,
 }
 
 impl BinaryInfo {
@@ -98,7 +101,30 @@ impl BinaryInfo {
             fixed_load_address,
             segments,
             span,
+            mapped_path: None,
         }
+    }
+
+    /// A binary known only from the capture's executable mappings of `mapped_path`, without its
+    /// ELF: one segment that maps file offsets to themselves over `[0, extent)`, so that
+    /// perf2bolt's address rules give each runtime address its offset in the file (`addr −
+    /// mmap_addr + pgoff`), which is what the profile store keeps. The segment's huge alignment
+    /// puts every mapping in its page, so every executable mapping of the file counts.
+    pub(crate) fn mapped(mapped_path: &[u8], extent: u64, build_id: Option<Vec<u8>>) -> Self {
+        let path = PathBuf::from(String::from_utf8_lossy(mapped_path).into_owned());
+        let identity = Segment {
+            address: 0,
+            size: extent,
+            file_offset: 0,
+            align: 1 << 62,
+            executable: true,
+        };
+        let mut info = BinaryInfo::from_segments(&path, false, vec![identity]);
+        info.build_id = build_id;
+        // The name exactly as mapped (the path above is only for messages).
+        info.file_name = base_name(mapped_path).to_vec();
+        info.mapped_path = Some(mapped_path.to_vec());
+        info
     }
 
     /// perf2bolt's `getBaseAddressForMapping`: the load bias of a mapping of file offset `pgoff`
@@ -134,6 +160,11 @@ impl BinaryInfo {
             .iter()
             .any(|s| addr >= s.address && addr - s.address < s.size)
     }
+}
+
+/// The last `/`-separated component of a path.
+pub(crate) fn base_name(path: &[u8]) -> &[u8] {
+    path.rsplit(|&b| b == b'/').next().unwrap_or(path)
 }
 
 fn align_down(v: u64, align: u64) -> u64 {

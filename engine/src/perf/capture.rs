@@ -83,6 +83,20 @@ pub(crate) struct MmapEvent {
     pub(crate) filename: Vec<u8>,
     pub(crate) is_mmap2: bool,
     pub(crate) build_id: Option<Vec<u8>>,
+    /// Mapped with `PROT_EXEC` (MMAP2's `prot`; MMAP's misc bit for data mappings).
+    pub(crate) executable: bool,
+}
+
+/// Whether an mmap event maps code: MMAP2 records the protection, MMAP only marks data.
+fn mapped_executable(m: &formats::perf::record::Mmap<'_>, misc: u16) -> bool {
+    use formats::perf::record::Mmap2Extra;
+    const PROT_EXEC: u32 = 4;
+    match &m.mmap2 {
+        Some(Mmap2Extra::BuildId { prot, .. } | Mmap2Extra::Inode { prot, .. }) => {
+            prot & PROT_EXEC != 0
+        }
+        None => misc & formats::perf::record::misc::MMAP_DATA == 0,
+    }
 }
 
 /// Process lifetime events, in stream order.
@@ -943,6 +957,7 @@ impl<'f, 'a> Walker<'f, 'a> {
                     filename: m.filename.to_vec(),
                     is_mmap2: k == kind::MMAP2,
                     build_id,
+                    executable: mapped_executable(&m, r.header.misc),
                 });
             }
             kind::COMM => {

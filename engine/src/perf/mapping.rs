@@ -34,8 +34,9 @@ pub(crate) struct BinaryMaps {
     pub(crate) ignored_mappings: usize,
 }
 
-/// The file name perf2bolt compares: the last space-separated token's base name.
-fn mapped_file_name(filename: &[u8]) -> Option<&[u8]> {
+/// The file name perf2bolt compares: the last space-separated token's base name (`None` for
+/// the kernel, anonymous and deleted mappings).
+pub(crate) fn mapped_file_name(filename: &[u8]) -> Option<&[u8]> {
     let token = filename.rsplit(|&b| b == b' ').next()?;
     if token.starts_with(b"//") || token.starts_with(b"[") || token == b"(deleted)" {
         return None;
@@ -62,7 +63,12 @@ pub(crate) fn binary_maps(
         .mmaps
         .iter()
         .filter(|m| m.is_mmap2 == use_mmap2 && m.pid != u32::MAX);
-    for m in candidates.filter(|m| mapped_file_name(&m.filename) == Some(match_name)) {
+    let matches = |m: &&MmapEvent| match &binary.mapped_path {
+        // Known only from the capture: its own executable mappings, by full path.
+        Some(path) => m.executable && m.filename == *path,
+        None => mapped_file_name(&m.filename) == Some(match_name),
+    };
+    for m in candidates.filter(matches) {
         add_mapping(&mut maps, binary, m, rules);
     }
     apply_tasks(&mut maps, &side.tasks);
@@ -129,13 +135,20 @@ fn apply_tasks(maps: &mut BinaryMaps, tasks: &[TaskEvent]) {
 }
 
 impl ProcessMap {
+    /// Whether `addr` lies where [`ProcessMap::adjust`] subtracts the base: the mapping, as far
+    /// as perf2bolt takes it to reach.
+    #[inline(always)]
+    pub(crate) fn in_mapping(&self, addr: u64) -> bool {
+        addr >= self.mmap_address && addr < self.mmap_address.wrapping_add(self.size)
+    }
+
     /// perf2bolt's `adjustAddress`: a runtime address to the binary's own address. Addresses
     /// below `size` outside the mapping become all-ones so they cannot alias the binary.
     #[inline(always)]
     pub(crate) fn adjust(&self, addr: u64, fixed_load_address: bool) -> u64 {
         if fixed_load_address {
             addr
-        } else if addr >= self.mmap_address && addr < self.mmap_address.wrapping_add(self.size) {
+        } else if self.in_mapping(addr) {
             addr.wrapping_sub(self.base_address)
         } else if addr < self.size {
             u64::MAX

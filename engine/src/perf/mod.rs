@@ -33,6 +33,7 @@
 //!
 //! let request = Request {
 //!     binaries: vec![BinaryInfo::load(&binary)?],
+//!     discover: None,
 //!     basic: false,
 //!     pid: None,
 //!     ignore_build_id: false,
@@ -53,6 +54,7 @@
 pub mod aggregate;
 pub mod binary;
 pub mod capture;
+mod discover;
 mod hint;
 pub mod mapping;
 pub mod preagg;
@@ -63,7 +65,9 @@ pub mod store;
 #[doc(hidden)]
 pub mod table;
 
-pub use aggregate::{aggregate, Aggregation, BinaryProfile, Request, SampleStats, Tables};
+pub use aggregate::{
+    aggregate, Aggregation, BinaryProfile, MemSample, Request, SampleStats, Tables,
+};
 pub use binary::BinaryInfo;
 pub use capture::{read_capture, Input, ReadOptions, SideBand, Sink};
 pub use mapping::Rules;

@@ -19,7 +19,7 @@ use crate::error::{io_error, Error, Result};
 use crate::io::inputs::WeightedInput;
 use crate::io::output::write_atomically;
 use crate::io::InputBytes;
-use crate::perf::aggregate::BinaryProfile;
+use crate::perf::aggregate::{BinaryProfile, MemSample};
 use crate::perf::binary::{hex, BinaryInfo, Segment};
 use crate::perf::table::{Counts, TraceOrder};
 
@@ -76,6 +76,37 @@ impl FileOffsets {
     }
 }
 
+/// What perf2bolt's load bias adds to a file offset of the binary's code: its first executable
+/// segment's address minus its file offset (0 for a binary known only from a capture).
+fn code_delta(binary: &BinaryInfo) -> u64 {
+    binary
+        .segments
+        .iter()
+        .find(|s| s.executable)
+        .map_or(0, |s| s.address.wrapping_sub(s.file_offset))
+}
+
+/// The stored memory samples as perf2bolt reads them for `binary`, sorted.
+fn stored_mem(stored: &StoredProfile, binary: &BinaryInfo) -> Vec<MemSample> {
+    let delta = code_delta(binary);
+    let mut mem: Vec<MemSample> = stored
+        .mem
+        .iter()
+        .map(|r| MemSample {
+            pc: r.pc,
+            addr: if r.in_binary {
+                r.addr.wrapping_add(delta)
+            } else {
+                r.addr
+            },
+            in_binary: r.in_binary,
+            count: r.count,
+        })
+        .collect();
+    mem.sort_unstable();
+    mem
+}
+
 /// The store's identity of a binary: its build-id and file name.
 fn identity(binary: &BinaryInfo) -> BinaryMeta {
     BinaryMeta {
@@ -125,12 +156,22 @@ pub fn stored_profile(binary: &BinaryInfo, profile: &BinaryProfile) -> StoredPro
             count,
         })
         .collect();
-    // Memory samples stay as perf2bolt reads them (a PC as recorded, a data address adjusted
-    // like a branch address): neither is a code address of the binary to convert.
+    // The PC stays as recorded (perf2bolt does not adjust it); a data address in the binary
+    // becomes a file offset, by the executable segment whose load bias perf2bolt subtracted.
+    let delta = code_delta(binary);
     let mem = profile
         .mem
         .iter()
-        .map(|&(pc, addr, count)| MemRow { pc, addr, count })
+        .map(|m| MemRow {
+            pc: m.pc,
+            addr: if m.in_binary {
+                m.addr.wrapping_sub(delta)
+            } else {
+                m.addr
+            },
+            in_binary: m.in_binary,
+            count: m.count,
+        })
         .collect();
     let returns = profile
         .returns
@@ -151,9 +192,8 @@ pub fn stored_profile(binary: &BinaryInfo, profile: &BinaryProfile) -> StoredPro
     }
 }
 
-/// Writes `profiles` as a store at `path` (atomically). Profiles of the same binary are summed.
-pub fn write_store(path: &Path, meta: &StoreMeta, profiles: Vec<StoredProfile>) -> Result<()> {
-    let mut profiles = profiles;
+/// `profiles` in identity order, those of the same binary summed: what a store of them holds.
+pub fn summed_profiles(mut profiles: Vec<StoredProfile>) -> Vec<StoredProfile> {
     profiles.sort_by(|a, b| a.meta.identity_cmp(&b.meta));
     let mut merged: Vec<StoredProfile> = Vec::with_capacity(profiles.len());
     for p in profiles {
@@ -162,6 +202,12 @@ pub fn write_store(path: &Path, meta: &StoreMeta, profiles: Vec<StoredProfile>) 
             _ => merged.push(p),
         }
     }
+    merged
+}
+
+/// Writes `profiles` as a store at `path` (atomically). Profiles of the same binary are summed.
+pub fn write_store(path: &Path, meta: &StoreMeta, profiles: Vec<StoredProfile>) -> Result<()> {
+    let merged = summed_profiles(profiles);
     write_atomically(path, |out| {
         let mut w = StoreWriter::new(out)?;
         w.meta(meta)?;
@@ -283,60 +329,75 @@ impl StoreFile {
         binary: &BinaryInfo,
         order: TraceOrder,
     ) -> Result<BinaryProfile> {
+        Ok(binary_profile(&self.stored(index)?, binary, order))
+    }
+
+    /// Stored binary `index`, read whole.
+    pub fn stored(&self, index: usize) -> Result<StoredProfile> {
         let store = self.store()?;
-        let (meta, _) = &store.binaries()[index];
-        let at = FileOffsets::of(binary);
-        let err = |e| self.error(e);
-        let mut traces = Vec::new();
-        for row in store.rows::<TraceRow>(index) {
-            let r = row.map_err(err)?;
+        Ok(StoredProfile {
+            meta: store.binaries()[index].0.clone(),
+            traces: self.rows_of(&store, index)?,
+            ips: self.rows_of(&store, index)?,
+            mem: self.rows_of(&store, index)?,
+            returns: self.rows_of(&store, index)?,
+        })
+    }
+
+    fn rows_of<R: Row>(&self, store: &Store<'_>, index: usize) -> Result<Vec<R>> {
+        store
+            .rows::<R>(index)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| self.error(e))
+    }
+}
+
+/// `stored` in `binary`'s addresses (the inverse of [`stored_profile`]), traces in `order`.
+pub fn binary_profile(
+    stored: &StoredProfile,
+    binary: &BinaryInfo,
+    order: TraceOrder,
+) -> BinaryProfile {
+    let at = FileOffsets::of(binary);
+    let mut traces: Vec<_> = stored
+        .traces
+        .iter()
+        .map(|r| {
             let key = (at.address(r.branch), at.address(r.from), at.address(r.to));
             let counts = Counts {
                 taken: r.count,
                 mispred: r.mispreds,
             };
-            traces.push((key, counts));
-        }
-        let sort_key = |k: &(u64, u64, u64)| match order {
-            TraceOrder::ByBranch => (k.0, k.1, k.2),
-            TraceOrder::ByStart => (k.1, k.0, k.2),
-        };
-        traces.sort_unstable_by_key(|t| sort_key(&t.0));
-        traces.dedup_by(|b, a| {
-            let same = a.0 == b.0;
-            if same {
-                a.1.add(b.1);
-            }
-            same
-        });
-        let mut ips: Vec<(u64, u64)> = Vec::new();
-        for row in store.rows::<IpRow>(index) {
-            let r = row.map_err(err)?;
-            let a = at.address(r.ip);
-            if a != 0 {
-                ips.push((a, r.count));
-            }
-        }
-        ips.sort_unstable();
-        let mem = store
-            .rows::<MemRow>(index)
-            .map(|r| r.map(|r| (r.pc, r.addr, r.count)))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(err)?;
-        let returns = store
-            .rows::<ReturnRow>(index)
-            .map(|r| r.map(|r| at.address(r.addr)))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(err)?;
-        Ok(BinaryProfile {
-            traces,
-            events: meta.events.clone(),
-            ips,
-            returns,
-            mem,
-            samples: meta.samples,
-            pids: meta.processes as usize,
+            (key, counts)
         })
+        .collect();
+    let sort_key = |k: &(u64, u64, u64)| match order {
+        TraceOrder::ByBranch => (k.0, k.1, k.2),
+        TraceOrder::ByStart => (k.1, k.0, k.2),
+    };
+    traces.sort_unstable_by_key(|t| sort_key(&t.0));
+    traces.dedup_by(|b, a| {
+        let same = a.0 == b.0;
+        if same {
+            a.1.add(b.1);
+        }
+        same
+    });
+    let mut ips: Vec<(u64, u64)> = stored
+        .ips
+        .iter()
+        .map(|r| (at.address(r.ip), r.count))
+        .filter(|&(a, _)| a != 0)
+        .collect();
+    ips.sort_unstable();
+    BinaryProfile {
+        traces,
+        events: stored.meta.events.clone(),
+        ips,
+        returns: stored.returns.iter().map(|r| at.address(r.addr)).collect(),
+        mem: stored_mem(stored, binary),
+        samples: stored.meta.samples,
+        pids: stored.meta.processes as usize,
     }
 }
 

@@ -17,6 +17,7 @@ fn profiles(
 ) -> Vec<engine::perf::aggregate::BinaryProfile> {
     let request = Request {
         binaries: vec![BinaryInfo::load(binary).unwrap()],
+        discover: None,
         basic,
         pid: None,
         ignore_build_id: false,

@@ -55,6 +55,8 @@ pub mod misc {
     pub const USER: u16 = 2;
     /// On COMM: the process exec'd.
     pub const COMM_EXEC: u16 = 1 << 13;
+    /// On MMAP (the same bit as [`COMM_EXEC`]): a data mapping (`PROT_EXEC` clear).
+    pub const MMAP_DATA: u16 = 1 << 13;
     /// On MMAP2: a build-id replaces maj/min/ino/ino_generation.
     pub const MMAP_BUILD_ID: u16 = 1 << 14;
     /// On BUILD_ID records: the size byte is valid.

@@ -37,7 +37,7 @@ pub const MAGIC: [u8; 8] = *b"PMSTORE\0";
 /// The last eight bytes of every store.
 pub const END_MAGIC: [u8; 8] = *b"PMSTEND\0";
 /// The version this crate writes and the newest it reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Rows per table block: small enough that a merge of a thousand inputs holds one block of
 /// each in memory, large enough that the table of contents stays a small part of the file.
 pub const ROWS_PER_BLOCK: usize = 4096;
@@ -180,6 +180,8 @@ pub enum StoreErrorKind {
     NotAStore,
     /// Written by a newer profmill.
     NewerVersion(u32),
+    /// A version before the first release (its tables mean something else).
+    PreReleaseVersion(u32),
     /// A section's bytes do not match its checksum.
     Checksum,
     /// The table of contents is inconsistent (the text says how).
@@ -201,6 +203,10 @@ impl fmt::Display for StoreErrorKind {
             StoreErrorKind::NewerVersion(v) => write!(
                 f,
                 "store format version {v} was written by a newer profmill; this one reads version {VERSION}"
+            ),
+            StoreErrorKind::PreReleaseVersion(v) => write!(
+                f,
+                "store format version {v} was written by a pre-release profmill (its memory rows lack a field); aggregate the captures again"
             ),
             StoreErrorKind::Checksum => f.write_str("checksum mismatch (the file is corrupt)"),
             StoreErrorKind::Toc(why) => write!(f, "bad table of contents: {why}"),

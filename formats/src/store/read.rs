@@ -122,6 +122,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<u32, StoreError> {
     if version > VERSION {
         return Err(file_error(8, StoreErrorKind::NewerVersion(version)));
     }
+    if version == 1 {
+        return Err(file_error(8, StoreErrorKind::PreReleaseVersion(version)));
+    }
     if version == 0
         || u64::from(header.header_size.get()) != HEADER_SIZE
         || header.reserved != [0; 16]

@@ -224,8 +224,11 @@ impl Row for IpRow {
 pub struct MemRow {
     /// The sampled instruction.
     pub pc: u64,
-    /// The data address.
+    /// The data address: a file offset of the binary when `in_binary`, else as recorded.
     pub addr: u64,
+    /// Whether the data address lay in the process's mapping of the binary (and `addr` is
+    /// therefore a file offset).
+    pub in_binary: bool,
     /// Samples.
     pub count: u64,
 }
@@ -233,7 +236,7 @@ pub struct MemRow {
 impl Row for MemRow {
     const KIND: SectionKind = SectionKind::Mem;
     fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.pc, self.addr).cmp(&(o.pc, o.addr))
+        (self.pc, self.addr, self.in_binary).cmp(&(o.pc, o.addr, o.in_binary))
     }
     fn leading_key(&self) -> [u64; 2] {
         [self.pc, self.addr]
@@ -242,6 +245,7 @@ impl Row for MemRow {
         write_uleb128(out, self.pc.wrapping_sub(prev.pc));
         let base = if self.pc == prev.pc { prev.addr } else { 0 };
         write_uleb128(out, self.addr.wrapping_sub(base));
+        write_uleb128(out, u64::from(self.in_binary));
         write_uleb128(out, self.count);
     }
     fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
@@ -250,6 +254,7 @@ impl Row for MemRow {
         Ok(MemRow {
             pc,
             addr: base.wrapping_add(r.uleb128()?),
+            in_binary: r.uleb128()? != 0,
             count: r.uleb128()?,
         })
     }
@@ -352,11 +357,13 @@ mod tests {
             MemRow {
                 pc: 1,
                 addr: m,
+                in_binary: false,
                 count: 2,
             },
             MemRow {
                 pc: 1,
                 addr: m,
+                in_binary: true,
                 count: 2,
             },
         ]);

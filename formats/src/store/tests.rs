@@ -89,7 +89,13 @@ fn content() -> impl Strategy<Value = Content> {
             ips.dedup_by(|a, b| a.key_cmp(b).is_eq());
             let mut mem: Vec<MemRow> = sorted_unique(mem)
                 .into_iter()
-                .map(|(pc, addr, count)| MemRow { pc, addr, count })
+                .map(|(pc, addr, count)| MemRow {
+                    pc,
+                    addr,
+                    // Some of each, deterministically.
+                    in_binary: count % 2 == 0,
+                    count,
+                })
                 .collect();
             mem.dedup_by(|a, b| a.key_cmp(b).is_eq());
             let meta = BinaryMeta {
@@ -182,10 +188,16 @@ fn errors_say_where() {
         )
     );
     let mut newer = write(&c);
-    newer[8] = 2;
+    newer[8] = 3;
     assert_eq!(
         read(&newer).unwrap_err().to_string(),
-        "byte offset 8: store format version 2 was written by a newer profmill; this one reads version 1"
+        "byte offset 8: store format version 3 was written by a newer profmill; this one reads version 2"
+    );
+    let mut older = write(&c);
+    older[8] = 1;
+    assert_eq!(
+        read(&older).unwrap_err().to_string(),
+        "byte offset 8: store format version 1 was written by a pre-release profmill (its memory rows lack a field); aggregate the captures again"
     );
     assert_eq!(
         read(b"PERFILE2 and more than sixty-four bytes of something that is not a store")
