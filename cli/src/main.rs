@@ -1,6 +1,7 @@
 //! The `profmill` command line: thin wrappers over `engine`.
 
 mod aggregate;
+mod bat;
 mod demo;
 mod llvm_cl;
 mod llvm_profdata;
@@ -65,6 +66,8 @@ enum Command {
     },
     /// Merge fdata profiles like LLVM's merge-fdata (also runs as a link named `merge-fdata`).
     MergeFdata(merge_fdata::RawArgs),
+    /// BOLT Address Translation tables of a BOLTed binary: dump them, translate addresses.
+    Bat(bat::Args),
 }
 
 /// The drop-in tools this binary becomes when invoked through a link of their name.
@@ -118,6 +121,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => sampleprof::merge(args),
         Command::Show(args) => sampleprof::show(args),
         Command::Export(args) => store::export(args),
+        Command::Bat(args) => bat::run(args),
         Command::Overlap { args } => llvm_profdata_sample::run_overlap(&args),
     };
     finish(result)

@@ -387,9 +387,47 @@ pub fn write_uleb128(out: &mut Vec<u8>, mut v: u64) {
     }
 }
 
+/// Appends the minimal signed LEB128 encoding of `v` (LLVM's `encodeSLEB128` without padding).
+pub fn write_sleb128(out: &mut Vec<u8>, mut v: i64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        let done = (v == 0 && byte & 0x40 == 0) || (v == -1 && byte & 0x40 != 0);
+        if done {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sleb128_round_trips_at_the_edges() {
+        for v in [
+            0i64,
+            1,
+            -1,
+            63,
+            64,
+            -64,
+            -65,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+            -(1 << 40),
+        ] {
+            let mut out = Vec::new();
+            write_sleb128(&mut out, v);
+            assert_eq!(sleb(&out), Ok(v), "{v}");
+        }
+        let mut out = Vec::new();
+        write_sleb128(&mut out, -2);
+        assert_eq!(out, [0x7e]);
+    }
 
     fn uleb(b: &[u8]) -> Result<u64, ReadError> {
         Reader::new(b, Endian::Little).uleb128()

@@ -22,6 +22,12 @@ pub const PERF2BOLT_22: &str = "/usr/lib/llvm-22/bin/perf2bolt";
 pub const MERGE_FDATA_19: &str = "/usr/lib/llvm-19/bin/merge-fdata";
 /// merge-fdata from LLVM 22 (Debian package `bolt-22`).
 pub const MERGE_FDATA_22: &str = "/usr/lib/llvm-22/bin/merge-fdata";
+/// llvm-bolt from LLVM 19 (Debian package `bolt-19`).
+pub const LLVM_BOLT_19: &str = "/usr/lib/llvm-19/bin/llvm-bolt";
+/// llvm-bolt from LLVM 22 (Debian package `bolt-22`).
+pub const LLVM_BOLT_22: &str = "/usr/lib/llvm-22/bin/llvm-bolt";
+/// llvm-objcopy from LLVM 19 (Debian package `llvm-19`).
+pub const LLVM_OBJCOPY_19: &str = "/usr/lib/llvm-19/bin/llvm-objcopy";
 /// llvm-profdata from LLVM 19 (Debian package `llvm-19`), the main byte-for-byte reference.
 pub const LLVM_PROFDATA_19: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
 /// llvm-profdata from LLVM 22 (Debian package `llvm-22`), for options newer than LLVM 19.

@@ -35,6 +35,7 @@
 //! # }
 //! ```
 
+pub mod bat;
 pub mod cfg;
 pub(crate) mod eh;
 pub mod fdata_merge;

@@ -1,6 +1,8 @@
-//! BOLT profile formats: `.fdata` ([`fdata`]) and pre-aggregated text ([`preagg`]).
+//! BOLT profile formats: `.fdata` ([`fdata`]), pre-aggregated text ([`preagg`]), and the
+//! address translation tables of BOLTed binaries ([`bat`]).
 //!
 //! The readers, writers and error types are re-exported here.
+pub mod bat;
 pub mod fdata;
 pub mod preagg;
 

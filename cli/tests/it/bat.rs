@@ -1,0 +1,226 @@
+//! BOLT Address Translation: programs built here are optimized by `llvm-bolt --enable-bat`
+//! (LLVM 19 and 22, with function splitting); `profmill bat dump` reads every table that
+//! llvm-bolt says it wrote, and our encoder rewrites LLVM's section byte for byte.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+use testsupport::*;
+
+const PROGRAM_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) int cold_path(int x) { if (x < 0) { fprintf(stderr, "neg %d\n", x); abort(); } return x * 7; }
+__attribute__((noinline)) int work(int n) {
+  int s = 0;
+  for (int i = 0; i < n; i++) {
+    if (i % 1000 == 999) s += cold_path(i);
+    else if (i & 1) s += i;
+    else s ^= i;
+    if (s == -12345) { fprintf(stderr, "unlikely %d\n", i); s = cold_path(-i); }
+  }
+  return s;
+}
+int main(int argc, char **argv) { int *p = malloc(4); *p = work(argc * 3000); printf("%d\n", *p); free(p); return 0; }
+"#;
+
+const PROGRAM_CXX: &str = r#"
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+__attribute__((noinline)) int check(int x) { if (x == 77777) throw std::runtime_error("rare"); return x & 3; }
+__attribute__((noinline)) int run(int n) {
+  int s = 0;
+  for (int i = 0; i < n; i++) {
+    try { s += check(i); } catch (const std::exception &e) { std::fprintf(stderr, "%s\n", e.what()); s = -1; }
+  }
+  return s;
+}
+int main(int argc, char **) { std::vector<int> v(argc, 3); std::printf("%d\n", run(v.size() * 5000)); }
+"#;
+
+/// Compiles `source` with clang-19 `-O2 -Wl,--emit-relocs` and `flags`.
+fn build(dir: &Path, source: &str, name: &str, cxx: bool, flags: &[&str]) -> PathBuf {
+    let src = dir.join(if cxx { "prog.cpp" } else { "prog.c" });
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(name);
+    run_ok(
+        Command::new(if cxx { CLANGXX_19 } else { CLANG_19 })
+            .args(["-O2", "-Wl,--emit-relocs"])
+            .args(flags)
+            .arg(&src)
+            .arg("-o")
+            .arg(&out),
+    );
+    out
+}
+
+/// A profile that touches few blocks (so that BOLT splits the rest off as cold): perf2bolt 22
+/// on a generated capture of a handful of distinct stacks.
+fn sparse_profile(dir: &Path, binary: &Path) -> PathBuf {
+    let capture = dir.join("sparse.data");
+    generate_capture(&capture, &[binary], 1, 3, false, 7);
+    let fdata = dir.join("sparse.fdata");
+    run_ok(
+        Command::new(PERF2BOLT_22)
+            .arg(binary)
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&fdata),
+    );
+    fdata
+}
+
+/// What llvm-bolt says it wrote: (maps, section size).
+fn reported(stdout: &str) -> (usize, u64) {
+    let number = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("llvm-bolt printed no {prefix:?}:\n{stdout}"))
+    };
+    (
+        number("BOLT-INFO: Wrote ") as usize,
+        number("BOLT-INFO: BAT section size (bytes): "),
+    )
+}
+
+fn json_number(json: &str, key: &str) -> u64 {
+    let at = json.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
+    json[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// BOLTs `binary` with `bolt` and checks our reading of its BAT section; returns the number of
+/// cold fragments.
+fn check_bolted(dir: &Path, bolt: &str, binary: &Path, profile: &Path, extra: &[&str]) -> u64 {
+    let bolted = dir.join(format!(
+        "{}.bolt",
+        binary.file_name().unwrap().to_string_lossy()
+    ));
+    let out = run_ok(
+        Command::new(bolt)
+            .arg(binary)
+            .arg("-o")
+            .arg(&bolted)
+            .arg("--data")
+            .arg(profile)
+            .args([
+                "--enable-bat",
+                "--reorder-blocks=ext-tsp",
+                "--split-functions",
+                "--split-all-cold",
+            ])
+            .args(extra),
+    );
+    let (maps, size) = reported(&String::from_utf8_lossy(&out.stdout));
+    let json =
+        String::from_utf8(run_ok(profmill().args(["bat", "dump", "--json"]).arg(&bolted)).stdout)
+            .unwrap();
+    let what = format!("{bolt} {extra:?} on {}", binary.display());
+    assert_eq!(json_number(&json, "maps") as usize, maps, "{what}");
+    assert_eq!(json_number(&json, "section_size"), size, "{what}");
+    // Our encoder gives back LLVM's bytes.
+    let section = dir.join("bat.bin");
+    run_ok(
+        Command::new(LLVM_OBJCOPY_19)
+            .arg(format!(
+                "--dump-section=.note.bolt_bat={}",
+                section.display()
+            ))
+            .arg(&bolted)
+            .arg(dir.join("discard.o")),
+    );
+    let bytes = std::fs::read(&section).unwrap();
+    let tables = formats::bolt::bat::parse_note(&bytes, 0).unwrap();
+    assert_eq!(formats::bolt::bat::write_note(&tables), bytes, "{what}");
+    // The text dump lists every map.
+    let text =
+        String::from_utf8(run_ok(profmill().args(["bat", "dump"]).arg(&bolted)).stdout).unwrap();
+    assert!(
+        text.starts_with(&format!("BAT tables for {maps} functions:\n")),
+        "{text}"
+    );
+    assert_eq!(text.matches("Function Address: ").count(), maps);
+    // Translation: a hot fragment starts where its input function starts; a cold fragment's
+    // addresses belong to its parent.
+    for (kind, marker) in [
+        ("hot", "+0x0; as a branch source: "),
+        ("cold", " (from cold fragment "),
+    ] {
+        let pattern = format!(",\"kind\":\"{kind}\"");
+        for (at, _) in json.match_indices(&pattern) {
+            let start = json[..at].rfind(':').unwrap() + 1;
+            let address: u64 = json[start..at].parse().unwrap();
+            let out = run_ok(
+                profmill()
+                    .args(["bat", "translate"])
+                    .arg(&bolted)
+                    .arg(format!("{address:x}")),
+            );
+            let line = String::from_utf8(out.stdout).unwrap();
+            assert!(line.contains(marker), "{what}: {kind} {address:#x}: {line}");
+        }
+    }
+    json_number(&json, "cold")
+}
+
+#[test]
+fn bat_sections_of_llvm_19_and_22_read_and_rewrite_exactly() {
+    if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) || !have_tool(LLVM_OBJCOPY_19) {
+        return;
+    }
+    let bolts: Vec<&str> = [LLVM_BOLT_19, LLVM_BOLT_22]
+        .into_iter()
+        .filter(|b| have_tool(b))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let programs = [
+        build(d, PROGRAM_C, "c-nopie", false, &["-fno-pie", "-no-pie"]),
+        build(d, PROGRAM_C, "c-pie", false, &["-fPIE", "-pie"]),
+        build(d, PROGRAM_CXX, "cxx-pie", true, &["-fPIE", "-pie"]),
+    ];
+    let mut cold = 0;
+    for binary in &programs {
+        let profile = sparse_profile(d, binary);
+        for bolt in &bolts {
+            cold += check_bolted(d, bolt, binary, &profile, &[]);
+        }
+        for bolt in &bolts {
+            check_bolted(d, bolt, binary, &profile, &["--reorder-functions=hfsort"]);
+        }
+    }
+    assert!(
+        cold > 0,
+        "no function was split: the cold tables went untested"
+    );
+}
+
+#[test]
+fn a_binary_without_bat_is_refused_clearly() {
+    if !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let binary = build(dir.path(), PROGRAM_C, "plain", false, &[]);
+    let out = profmill()
+        .args(["bat", "dump"])
+        .arg(&binary)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("plain: no .note.bolt_bat section"),
+        "{stderr}"
+    );
+}
