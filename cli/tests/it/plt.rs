@@ -243,3 +243,133 @@ fn lld_ibt_plt_sec_matches_perf2bolt() {
         &[".plt", ".plt.sec"],
     );
 }
+
+/// LLVM 19's pre-aggregated dialect (`--format preagg-legacy`) read by perf2bolt 19 `--pa`
+/// equals perf2bolt 19 on the capture of a fixed-address program whose stubs include the lazy
+/// `.plt` header and `.plt.got` (`-fPIE` code linked `-no-pie`: GOT-relative address taking).
+#[test]
+fn legacy_preagg_of_plt_branches_matches_perf2bolt_19() {
+    if !have_tool(PERF2BOLT_19) || !have_tool(GCC) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (lib_src, _) = library_source(200);
+    std::fs::write(d.join("lib.c"), lib_src).unwrap();
+    std::fs::write(d.join("app.c"), program_source()).unwrap();
+    let lib = build(d, GCC, "lib.c", "libleg.so", &["-shared", "-fPIC"]);
+    let app = build(
+        d,
+        GCC,
+        "app.c",
+        "app-leg",
+        &["-fPIE", "-no-pie", "-L.", "-lleg", "-Wl,-z,lazy"],
+    );
+    assert!(section_names(&app).contains(".plt.got"));
+    let capture = d.join("leg.data");
+    generate_capture(&capture, &[&app, &lib], 2, 3000, false, 7);
+    let reference = perf2bolt_fdata(
+        PERF2BOLT_19,
+        &app,
+        &capture,
+        &[],
+        &d.join("reference.fdata"),
+    );
+    assert!(names_end(&reference, |n, _| n == "__BOLT_PSEUDO_.plt"));
+    let preagg = d.join("legacy.preagg");
+    profmill_preagg(&capture, &app, "preagg-legacy", &preagg);
+    let ours = perf2bolt_fdata(
+        PERF2BOLT_19,
+        &app,
+        &preagg,
+        &["--pa"],
+        &d.join("ours.fdata"),
+    );
+    assert_same_lines(&ours, &reference, "perf2bolt 19 --pa on our legacy output");
+}
+
+/// Our sorted fdata (the perf2bolt drop-in with `--allow-stripped`) and perf2bolt 22's and
+/// 19's for a generated capture of the stripped library `lib`.
+fn stripped_library_fdata(d: &Path, lib: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let name = lib.file_name().unwrap().to_str().unwrap();
+    let capture = d.join(format!("{name}.data"));
+    generate_capture(&capture, &[lib], 2, 3000, false, 3);
+    let stripped = ["--allow-stripped"];
+    let ours_path = d.join(format!("{name}.ours.fdata"));
+    run_ok(
+        profmill()
+            .arg("perf2bolt")
+            .arg(lib)
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&ours_path)
+            .args(stripped),
+    );
+    let ours = sorted_lines(&std::fs::read(&ours_path).unwrap());
+    assert!(
+        names_end(&ours, |n, _| n.ends_with("@PLT"))
+            && names_end(&ours, |n, _| n.starts_with("__BOLT_FDE_FUNCat")),
+        "{name}: no branch names a PLT stub or an FDE function"
+    );
+    let mut references = Vec::new();
+    for (tool, tag) in [(PERF2BOLT_22, "22"), (PERF2BOLT_19, "19")] {
+        if tag == "22" || have_tool(tool) {
+            let out = d.join(format!("{name}.{tag}.fdata"));
+            references.push(perf2bolt_fdata(tool, lib, &capture, &stripped, &out));
+        }
+    }
+    (ours, references)
+}
+
+/// zlib as Debian ships it (stripped; zlib1g-dev, which CI installs, brings it), which we did
+/// not build: with `--allow-stripped`, BOLT's functions are the PLT stubs and the `.eh_frame`
+/// FDEs (`__BOLT_FDE_FUNCat<hex>`), and our fdata equals perf2bolt 22's and 19's.
+#[test]
+fn stripped_distribution_zlib_matches_perf2bolt() {
+    if !have_tool(PERF2BOLT_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (ours, references) =
+        stripped_library_fdata(dir.path(), Path::new("/usr/lib/x86_64-linux-gnu/libz.so.1"));
+    for reference in &references {
+        assert_same_lines(&ours, reference, "libz.so.1");
+    }
+}
+
+/// A remaining difference, on Debian's (stripped, `-fcf-protection`) libstdc++: perf2bolt
+/// writes a few fall-through lines we do not, all inside FDE functions that hold a landing
+/// pad (the fall-through from a call to its continuation, or inside the pad). Everything else
+/// (names of PLT stubs, FDE functions, every branch) is equal; this test pins the difference
+/// to that shape and size until it is modelled. (perf2bolt 19 is not compared: it writes
+/// hundreds fewer fall-through lines than perf2bolt 22 in this library's FDE functions.)
+#[test]
+fn stripped_distribution_libstdcxx_differs_only_in_a_few_fall_throughs() {
+    if !have_tool(PERF2BOLT_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lib = Path::new("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+    let (ours, references) = stripped_library_fdata(dir.path(), lib);
+    let ours_set: BTreeSet<&String> = ours.iter().collect();
+    for reference in &references[..1] {
+        let theirs: BTreeSet<&String> = reference.iter().collect();
+        let only_ours: Vec<_> = ours_set.difference(&theirs).collect();
+        assert!(only_ours.is_empty(), "lines only we write: {only_ours:?}");
+        let only_theirs: Vec<&&String> = theirs.difference(&ours_set).collect();
+        for line in &only_theirs {
+            let f: Vec<&str> = line.split(' ').collect();
+            assert!(
+                f.len() == 8 && f[1] == f[4] && f[6] == "0" && f[1].starts_with("__BOLT_FDE"),
+                "not a fall-through inside an FDE function: {line}"
+            );
+        }
+        assert!(
+            only_theirs.len() * 1000 < reference.len(),
+            "{} of {} lines missing",
+            only_theirs.len(),
+            reference.len()
+        );
+    }
+}

@@ -11,8 +11,11 @@
 //! * a function contains addresses up to its "max size": the next function's start or the end of
 //!   its section, so padding after a function belongs to it.
 //!
+//! * an `.eh_frame` FDE that starts outside every function so far is a function
+//!   `__BOLT_FDE_FUNCat<hex>` (all the functions of a stripped binary, with `--allow-stripped`).
+//!
 //! Not modelled: secondary entry points (symbols inside a function's body, which compilers do
-//! not emit for C/C++/Rust) and functions BOLT makes from FDEs without symbols.
+//! not emit for C/C++/Rust).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -67,9 +70,17 @@ struct Section {
 
 impl Functions {
     /// The functions BOLT finds in the ELF file `data` (read from `path`, named in errors):
-    /// function symbols, PLT entries and the exception landing pads, sorted by address. Fails
-    /// with [`Error::Binary`] if `data` is not an x86-64 ELF file with a symbol table.
+    /// function symbols, PLT entries, functions of FDEs without a symbol, and the exception
+    /// landing pads, sorted by address. Fails with [`Error::Binary`] if `data` is not an x86-64
+    /// ELF file with a symbol table.
     pub fn from_elf(path: &Path, data: &[u8]) -> Result<Functions> {
+        Self::from_elf_with(path, data, false)
+    }
+
+    /// [`Functions::from_elf`], also accepting a binary without a symbol table when
+    /// `allow_stripped` (perf2bolt's `--allow-stripped`): its functions are then the PLT
+    /// entries and the FDEs of `.eh_frame`.
+    pub fn from_elf_with(path: &Path, data: &[u8], allow_stripped: bool) -> Result<Functions> {
         let bad = |message: String| Error::Binary {
             path: path.to_path_buf(),
             message,
@@ -81,9 +92,11 @@ impl Functions {
                 file.architecture()
             )));
         }
-        if file.symbol_table().is_none() {
+        if file.symbol_table().is_none() && !allow_stripped {
             return Err(bad(
-                "no symbol table (stripped binary?): BOLT needs function symbols".into(),
+                "no symbol table (stripped binary?): BOLT needs function symbols \
+                 (perf2bolt's --allow-stripped takes functions from .eh_frame)"
+                    .into(),
             ));
         }
         let code: Vec<(u64, u64, String, Vec<u8>)> = file
@@ -104,6 +117,9 @@ impl Functions {
         functions.extend(plt);
         functions.sort_by_key(|f| f.address);
         functions.dedup_by_key(|f| f.address);
+        let fdes = fde_functions(&super::eh::fde_ranges(&file), &functions, &code);
+        functions.extend(fdes);
+        functions.sort_by_key(|f| f.address);
         assign_max_ends(&mut functions, &code);
         let pads = super::eh::landing_pads(&file);
         for f in functions.iter_mut() {
@@ -256,6 +272,43 @@ fn fragment_parent(name: &str) -> Option<&str> {
         .strip_prefix('.')
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     (suffix.is_empty() || numbered).then_some(parent)
+}
+
+/// BOLT's "functions marked by FDE" (after the symbols and the PLT): an FDE starting neither
+/// at nor inside (by symbol size) a known function becomes `__BOLT_FDE_FUNCat<hex start>`,
+/// as long as its FDE says; in a stripped binary these are all the functions there are.
+fn fde_functions(
+    fdes: &[(u64, u64)],
+    known: &[Function],
+    code: &[(u64, u64, String, Vec<u8>)],
+) -> Vec<Function> {
+    let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
+    // `known` is sorted by address; FDE functions are kept sorted in a map as they come.
+    let mut made: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let mut out: Vec<Function> = Vec::new();
+    for &(start, len) in fdes {
+        let covers = |address: u64, size: u64| start >= address && start < address + size.max(1);
+        let before = known.partition_point(|f| f.address <= start);
+        let in_known = before > 0 && covers(known[before - 1].address, known[before - 1].size);
+        let in_made = made
+            .range(..=start)
+            .next_back()
+            .is_some_and(|(&a, &n)| covers(a, n));
+        if !in_code(start) || in_known || in_made {
+            continue;
+        }
+        made.insert(start, len);
+        out.push(Function {
+            address: start,
+            size: len,
+            max_end: 0,
+            name: format!("__BOLT_FDE_FUNCat{start:x}"),
+            is_plt: false,
+            landing_pads: Vec::new(),
+            split: false,
+        });
+    }
+    out
 }
 
 /// BOLT's x86-64 PLT sections and their nominal entry sizes (`X86_64_PLTSections`). GNU ld's
