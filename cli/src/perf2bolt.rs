@@ -234,6 +234,7 @@ mod tests {
             pre_aggregated: true,
             basic: false,
             ignore_build_id: true,
+            allow_stripped: false,
             pid: Some(42),
         };
         for spelling in [

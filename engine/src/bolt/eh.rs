@@ -100,25 +100,6 @@ fn encoded(r: &mut Reader<'_>, encoding: u8) -> Option<u64> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_a_uleb_call_site_table() {
-        // LPStart omitted, no type table, uleb128 call sites: two sites, one with a pad.
-        let lsda = [
-            0xff, 0xff, 0x01, 8, 0x04, 0x05, 0x20, 0x01, 0x10, 0x03, 0x00, 0x00,
-        ];
-        assert_eq!(call_site_pads(&lsda, 0x1000), Some(vec![0x1020]));
-    }
-
-    #[test]
-    fn truncated_table_is_rejected() {
-        assert_eq!(call_site_pads(&[0xff, 0xff, 0x01, 8, 0x04], 0), None);
-    }
-}
-
 /// `(start, length)` of every FDE in `.eh_frame`, in section order; malformed entries are
 /// skipped.
 pub fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
@@ -144,4 +125,23 @@ pub fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_uleb_call_site_table() {
+        // LPStart omitted, no type table, uleb128 call sites: two sites, one with a pad.
+        let lsda = [
+            0xff, 0xff, 0x01, 8, 0x04, 0x05, 0x20, 0x01, 0x10, 0x03, 0x00, 0x00,
+        ];
+        assert_eq!(call_site_pads(&lsda, 0x1000), Some(vec![0x1020]));
+    }
+
+    #[test]
+    fn truncated_table_is_rejected() {
+        assert_eq!(call_site_pads(&[0xff, 0xff, 0x01, 8, 0x04], 0), None);
+    }
 }
