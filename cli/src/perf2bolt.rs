@@ -21,6 +21,7 @@ pub struct Options {
     pub pre_aggregated: bool,
     pub basic: bool,
     pub ignore_build_id: bool,
+    pub allow_stripped: bool,
     pub pid: Option<u32>,
 }
 
@@ -40,6 +41,7 @@ const OPTIONS: &[Opt] = &[
         &["ignore-build-id"],
         "continue even if build-ids in input binary and perf.data mismatch",
     ),
+    Opt::boolean(&["allow-stripped"], "allow processing of stripped binaries"),
     Opt::value(
         &["pid"],
         "<ulong>",
@@ -120,6 +122,7 @@ pub fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
             "pa" => o.pre_aggregated = opt.on(),
             "ba" => o.basic = opt.on(),
             "ignore-build-id" => o.ignore_build_id = opt.on(),
+            "allow-stripped" => o.allow_stripped = opt.on(),
             "pid" => {
                 let v = opt.text();
                 o.pid = Some(
@@ -154,7 +157,8 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     };
     // The binary's functions are found while the profile is read: neither needs the other.
     let (binary, profile) = std::thread::scope(|scope| {
-        let binary = scope.spawn(|| engine::bolt::loaded::LoadedBinary::load(&o.binary));
+        let binary = scope
+            .spawn(|| engine::bolt::loaded::LoadedBinary::load_with(&o.binary, o.allow_stripped));
         let profile = if o.pre_aggregated && crate::store::is_store(&o.input) {
             crate::store::profile_for(&o.input, &o.binary, o.ignore_build_id, TraceOrder::ByStart)
         } else if o.pre_aggregated {
@@ -231,6 +235,7 @@ mod tests {
             pre_aggregated: true,
             basic: false,
             ignore_build_id: true,
+            allow_stripped: false,
             pid: Some(42),
         };
         for spelling in [

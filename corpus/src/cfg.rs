@@ -87,6 +87,10 @@ pub struct BinaryCode {
     /// Addresses of the instructions (outside the PLT) that read memory:
     /// where a `mem-loads` sample can fire.
     pub(crate) loads: Vec<u64>,
+    /// Sorted indices of lazy-binding PLT stub jumps (`jmp *GOT` followed by `push $n`):
+    /// before the first call resolves the slot, the jump lands on the `push`, and the stub
+    /// then jumps into the PLT header.
+    pub(crate) lazy_stubs: Vec<u32>,
 }
 
 /// Section names whose contents are PLT stubs (lazy, IBT and GOT-only flavours).
@@ -134,6 +138,7 @@ impl BinaryCode {
             call_returns: Vec::new(),
             jump_targets: Vec::new(),
             loads: Vec::new(),
+            lazy_stubs: Vec::new(),
         };
         if code.segments.is_empty() {
             return Err(bad(format!(
@@ -176,6 +181,14 @@ impl BinaryCode {
             }
             if !region.plt && reads_memory(&ins, &mut info) {
                 self.loads.push(ins.ip());
+            }
+            let idx = self.insns.len() as u32;
+            if region.plt
+                && ins.code() == Code::Pushq_imm32
+                && idx > first
+                && self.insns[idx as usize - 1].flow == Flow::IndJump
+            {
+                self.lazy_stubs.push(idx - 1);
             }
             self.insns.push(Insn {
                 addr: ins.ip(),

@@ -34,6 +34,9 @@ const CROSS_DSO_INDIRECT_CALL_PERCENT: u32 = 20;
 /// Percentage of PLT stub jumps that go to another binary (the rest resolve
 /// inside the same one, as for a symbol interposed by the executable).
 const CROSS_DSO_PLT_PERCENT: u32 = 90;
+/// Percentage of lazy-binding PLT stub jumps that find their GOT slot unresolved: they go on
+/// to the stub's `push` and from there into the PLT header (what a first call does).
+const LAZY_PLT_PERCENT: u32 = 10;
 /// Percentage of non-PLT indirect jumps modelled as jump tables (targets in
 /// the same function); the rest are tail calls through a pointer.
 const JUMP_TABLE_PERCENT: u32 = 70;
@@ -201,6 +204,13 @@ impl<'a> Walker<'a> {
         let code = &self.bins[at.bin];
         let f = *code.func_of(at.idx);
         if f.plt {
+            if code.lazy_stubs.binary_search(&at.idx).is_ok() && self.rng.percent(LAZY_PLT_PERCENT)
+            {
+                return Loc {
+                    bin: at.bin,
+                    idx: at.idx + 1,
+                };
+            }
             let bin = if self.bins.len() > 1 && self.rng.percent(CROSS_DSO_PLT_PERCENT) {
                 self.other_binary(at.bin)
             } else {

@@ -21,6 +21,7 @@ mod llvm_profdata_temporal;
 mod merge_fdata;
 mod perf2bolt;
 mod perf_script;
+mod plt;
 mod sampleprof;
 mod sampleprof_gcc;
 mod store;

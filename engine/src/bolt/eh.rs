@@ -100,6 +100,33 @@ fn encoded(r: &mut Reader<'_>, encoding: u8) -> Option<u64> {
     }
 }
 
+/// `(start, length)` of every FDE in `.eh_frame`, in section order; malformed entries are
+/// skipped.
+pub fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let Some(eh_frame) = file.section_by_name(".eh_frame") else {
+        return out;
+    };
+    let Ok(eh_data) = eh_frame.data() else {
+        return out;
+    };
+    let section = EhFrame::new(eh_data, LittleEndian);
+    let mut bases = BaseAddresses::default().set_eh_frame(eh_frame.address());
+    if let Some(text) = file.section_by_name(".text") {
+        bases = bases.set_text(text.address());
+    }
+    let mut entries = section.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        let CieOrFde::Fde(partial) = entry else {
+            continue;
+        };
+        if let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) {
+            out.push((fde.initial_address(), fde.len()));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,17 +7,20 @@
 //!   order (BOLT's `NameResolver::uniquify`), so two `static` helpers become `helper/1` and
 //!   `helper/2`;
 //! * each PLT entry that jumps through a GOT slot with a dynamic relocation is a pseudo function
-//!   `sym@PLT`;
+//!   `sym@PLT`, and the lazy-binding `.plt` header is `__BOLT_PSEUDO_.plt`;
 //! * a function contains addresses up to its "max size": the next function's start or the end of
 //!   its section, so padding after a function belongs to it.
 //!
+//! * an `.eh_frame` FDE that starts outside every function so far is a function
+//!   `__BOLT_FDE_FUNCat<hex>` (all the functions of a stripped binary, with `--allow-stripped`).
+//!
 //! Not modelled: secondary entry points (symbols inside a function's body, which compilers do
-//! not emit for C/C++/Rust) and functions BOLT makes from FDEs without symbols.
+//! not emit for C/C++/Rust).
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, OpKind, Register};
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, OpKind};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
 
 use crate::error::{Error, Result};
@@ -65,14 +68,19 @@ struct Section {
     executable: bool,
 }
 
-/// One x86-64 PLT entry.
-const PLT_ENTRY: u64 = 16;
-
 impl Functions {
     /// The functions BOLT finds in the ELF file `data` (read from `path`, named in errors):
-    /// function symbols, PLT entries and the exception landing pads, sorted by address. Fails
-    /// with [`Error::Binary`] if `data` is not an x86-64 ELF file with a symbol table.
+    /// function symbols, PLT entries, functions of FDEs without a symbol, and the exception
+    /// landing pads, sorted by address. Fails with [`Error::Binary`] if `data` is not an x86-64
+    /// ELF file with a symbol table.
     pub fn from_elf(path: &Path, data: &[u8]) -> Result<Functions> {
+        Self::from_elf_with(path, data, false)
+    }
+
+    /// [`Functions::from_elf`], also accepting a binary without a symbol table when
+    /// `allow_stripped` (perf2bolt's `--allow-stripped`): its functions are then the PLT
+    /// entries and the FDEs of `.eh_frame`.
+    pub fn from_elf_with(path: &Path, data: &[u8], allow_stripped: bool) -> Result<Functions> {
         let bad = |message: String| Error::Binary {
             path: path.to_path_buf(),
             message,
@@ -84,9 +92,11 @@ impl Functions {
                 file.architecture()
             )));
         }
-        if file.symbol_table().is_none() {
+        if file.symbol_table().is_none() && !allow_stripped {
             return Err(bad(
-                "no symbol table (stripped binary?): BOLT needs function symbols".into(),
+                "no symbol table (stripped binary?): BOLT needs function symbols \
+                 (perf2bolt's --allow-stripped takes functions from .eh_frame)"
+                    .into(),
             ));
         }
         let code: Vec<(u64, u64, String, Vec<u8>)> = file
@@ -103,9 +113,13 @@ impl Functions {
             })
             .collect();
         let mut functions = symbol_functions(&file, &code);
-        functions.extend(plt_functions(&file, &code));
+        let plt = plt_functions(&file, &code, &functions);
+        functions.extend(plt);
         functions.sort_by_key(|f| f.address);
         functions.dedup_by_key(|f| f.address);
+        let fdes = fde_functions(&super::eh::fde_ranges(&file), &functions, &code);
+        functions.extend(fdes);
+        functions.sort_by_key(|f| f.address);
         assign_max_ends(&mut functions, &code);
         let pads = super::eh::landing_pads(&file);
         for f in functions.iter_mut() {
@@ -260,45 +274,116 @@ fn fragment_parent(name: &str) -> Option<&str> {
     (suffix.is_empty() || numbered).then_some(parent)
 }
 
-/// `sym@PLT` pseudo functions: each PLT entry whose indirect jump reads a GOT slot that a
-/// dynamic relocation binds to a symbol.
-fn plt_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> Vec<Function> {
+/// BOLT's "functions marked by FDE" (after the symbols and the PLT): an FDE starting neither
+/// at nor inside (by symbol size) a known function becomes `__BOLT_FDE_FUNCat<hex start>`,
+/// as long as its FDE says; in a stripped binary these are all the functions there are.
+fn fde_functions(
+    fdes: &[(u64, u64)],
+    known: &[Function],
+    code: &[(u64, u64, String, Vec<u8>)],
+) -> Vec<Function> {
+    let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
+    // `known` is sorted by address; FDE functions are kept sorted in a map as they come.
+    let mut made: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
+    let mut out: Vec<Function> = Vec::new();
+    for &(start, len) in fdes {
+        let covers = |address: u64, size: u64| start >= address && start < address + size.max(1);
+        let before = known.partition_point(|f| f.address <= start);
+        let in_known = before > 0 && covers(known[before - 1].address, known[before - 1].size);
+        let in_made = made
+            .range(..=start)
+            .next_back()
+            .is_some_and(|(&a, &n)| covers(a, n));
+        if !in_code(start) || in_known || in_made {
+            continue;
+        }
+        made.insert(start, len);
+        out.push(Function {
+            address: start,
+            size: len,
+            max_end: 0,
+            name: format!("__BOLT_FDE_FUNCat{start:x}"),
+            is_plt: false,
+            landing_pads: Vec::new(),
+            split: false,
+        });
+    }
+    out
+}
+
+/// BOLT's x86-64 PLT sections and their nominal entry sizes (`X86_64_PLTSections`). GNU ld's
+/// `.plt.sec` and `-z ibt` `.plt.got` entries are 16 bytes: an entry at offset 0 holding
+/// `endbr64` doubles an 8-byte size, as BOLT does.
+const PLT_SECTIONS: [(&str, u64); 4] = [
+    (".plt", 16),
+    (".plt.got", 8),
+    (".plt.sec", 8),
+    (".iplt", 16),
+];
+
+/// BOLT's `disassemblePLT`: each entry of a PLT section (fixed-size slots from the section
+/// start) whose first indirect jump reads a GOT slot with a symbol's dynamic relocation is a
+/// pseudo function `sym@PLT`, named by that relocation rather than by position because GNU ld
+/// orders `.plt.got` and `.plt` independently; an `R_X86_64_IRELATIVE` slot takes the name of
+/// the resolver function at its addend. A section with no function at its start (the lazy
+/// `.plt` header, `push GOT+8; jmp *GOT+16`) gets `__BOLT_PSEUDO_<section>`, one nominal entry
+/// long. `symbols` are the symbol-table functions, which keep their own name at a stub address.
+fn plt_functions(
+    file: &object::File,
+    code: &[(u64, u64, String, Vec<u8>)],
+    symbols: &[Function],
+) -> Vec<Function> {
     let mut got_names: HashMap<u64, String> = HashMap::new();
     let dynsyms: Vec<String> = file
         .dynamic_symbols()
         .map(|s| s.name().unwrap_or_default().to_owned())
         .collect();
+    let symbol_at = |addr: u64| {
+        symbols
+            .binary_search_by_key(&addr, |f| f.address)
+            .ok()
+            .map(|i| symbols[i].name.clone())
+    };
     if let Some(relocs) = file.dynamic_relocations() {
         for (slot, reloc) in relocs {
-            if let RelocationTarget::Symbol(idx) = reloc.target() {
+            let name = match reloc.target() {
                 // Dynamic symbol indices count the null symbol at 0.
-                if let Some(name) = idx.0.checked_sub(1).and_then(|i| dynsyms.get(i)) {
-                    if !name.is_empty() {
-                        got_names.insert(slot, name.clone());
-                    }
+                RelocationTarget::Symbol(idx) => {
+                    idx.0.checked_sub(1).and_then(|i| dynsyms.get(i)).cloned()
                 }
+                _ if reloc.flags()
+                    == (object::RelocationFlags::Elf {
+                        r_type: object::elf::R_X86_64_IRELATIVE,
+                    })
+                    && reloc.addend() != 0 =>
+                {
+                    u64::try_from(reloc.addend()).ok().and_then(symbol_at)
+                }
+                _ => None,
+            };
+            if let Some(name) = name.filter(|n| !n.is_empty()) {
+                got_names.insert(slot, name);
             }
         }
     }
     let mut out = Vec::new();
     for (start, size, name, bytes) in code {
-        let first = match name.as_str() {
-            ".plt" => PLT_ENTRY, // PLT0 is the lazy-binding trampoline, not a stub.
-            ".plt.sec" | ".plt.got" => 0,
-            _ => continue,
+        let Some(&(_, nominal)) = PLT_SECTIONS.iter().find(|(n, _)| n == name) else {
+            continue;
         };
-        let entry = if name == ".plt.got" && size % PLT_ENTRY != 0 {
-            8
-        } else {
-            PLT_ENTRY
-        };
-        let mut off = first;
+        let mut entry = nominal;
+        let mut off = 0;
         while off + entry <= *size {
             let addr = start + off;
-            let stub = bytes
-                .get(off as usize..(off + entry) as usize)
-                .unwrap_or(&[]);
-            if let Some(target) = got_slot(stub, addr).and_then(|slot| got_names.get(&slot)) {
+            let (slot, size) = stub_slot(
+                &bytes[(off as usize).min(bytes.len())..],
+                addr,
+                entry,
+                off == 0,
+            );
+            entry = size;
+            let name = slot.and_then(|slot| got_names.get(&slot));
+            if let (Some(target), None) = (name, symbol_at(addr)) {
                 out.push(Function {
                     address: addr,
                     size: entry,
@@ -311,26 +396,44 @@ fn plt_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> V
             }
             off += entry;
         }
+        let covered = out.iter().any(|f| f.address == *start) || symbol_at(*start).is_some();
+        if !covered && *size > 0 {
+            out.push(Function {
+                address: *start,
+                size: nominal,
+                max_end: 0,
+                name: format!("__BOLT_PSEUDO_{name}"),
+                is_plt: true,
+                landing_pads: Vec::new(),
+                split: false,
+            });
+        }
     }
     out
 }
 
-/// The GOT slot read by the first `jmp *disp(%rip)` of a PLT stub.
-fn got_slot(stub: &[u8], addr: u64) -> Option<u64> {
-    let mut decoder = Decoder::with_ip(64, stub, addr, DecoderOptions::NONE);
-    while decoder.can_decode() {
+/// The GOT slot read by the first indirect jump of the PLT entry at `addr` (`bytes` run from
+/// the entry to the end of its section), when that jump is RIP-relative and ends inside the
+/// entry (else BOLT skips the entry); and the entry size, which BOLT doubles from 8 to 16 when
+/// the section's `first` entry holds an `endbr64` (GNU ld's `.plt.sec`, `-z ibt` `.plt.got`).
+fn stub_slot(bytes: &[u8], addr: u64, mut entry: u64, first: bool) -> (Option<u64>, u64) {
+    let mut decoder = Decoder::with_ip(64, bytes, addr, DecoderOptions::NONE);
+    while decoder.can_decode() && decoder.ip() < addr + entry {
         let ins = decoder.decode();
         if ins.is_invalid() {
-            return None;
+            return (None, entry);
         }
-        if ins.flow_control() == FlowControl::IndirectBranch
-            && ins.op0_kind() == OpKind::Memory
-            && ins.memory_base() == Register::RIP
-        {
-            return Some(ins.memory_displacement64());
+        if first && entry == 8 && matches!(ins.code(), Code::Endbr64 | Code::Endbr32) {
+            entry = 16;
+        }
+        if ins.flow_control() == FlowControl::IndirectBranch {
+            let fits = ins.next_ip() <= addr + entry;
+            let slot = (fits && ins.op0_kind() == OpKind::Memory && ins.is_ip_rel_memory_operand())
+                .then(|| ins.ip_rel_memory_address());
+            return (slot, entry);
         }
     }
-    None
+    (None, entry)
 }
 
 /// Max size: up to the next function or the end of the section; a 0-size symbol takes it all.

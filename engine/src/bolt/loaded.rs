@@ -21,9 +21,15 @@ pub struct LoadedBinary {
 impl LoadedBinary {
     /// Reads `binary` and finds its functions as BOLT does.
     pub fn load(binary: &Path) -> Result<LoadedBinary> {
+        Self::load_with(binary, false)
+    }
+
+    /// [`LoadedBinary::load`], accepting a binary without a symbol table when `allow_stripped`
+    /// (see [`Functions::from_elf_with`]).
+    pub fn load_with(binary: &Path, allow_stripped: bool) -> Result<LoadedBinary> {
         let started = Instant::now();
         let data = std::fs::read(binary).map_err(io_error(binary))?;
-        let functions = Functions::from_elf(binary, &data)?;
+        let functions = Functions::from_elf_with(binary, &data, allow_stripped)?;
         Ok(LoadedBinary {
             path: binary.to_path_buf(),
             data,
