@@ -45,6 +45,8 @@ fn aggregate_capture(c: &mut Criterion) {
         let request = Request {
             binaries: vec![BinaryInfo::load(&binary).unwrap()],
             discover: None,
+
+            skylake_fix: false,
             basic: false,
             pid: None,
             ignore_build_id: false,

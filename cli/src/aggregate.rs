@@ -160,6 +160,8 @@ fn request(args: &Args) -> Result<Request, BoxError> {
         threads: crate::default_threads(args.threads),
         stream: false,
         trace_order: Default::default(),
+        // fdata is perf2bolt's output; the other formats record the capture as it is.
+        skylake_fix: args.format == Format::Fdata,
     })
 }
 

@@ -200,6 +200,7 @@ fn read_capture(
         stream: false,
         // Symbolization walks traces by their start.
         trace_order: engine::perf::aggregate::TraceOrder::ByStart,
+        skylake_fix: true,
     };
     let input = if o.input == Path::new("-") {
         Input::stream("<stdin>", std::io::stdin())

@@ -31,6 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let request = Request {
         binaries: vec![BinaryInfo::load(&binary)?],
         discover: None,
+
+        skylake_fix: false,
         basic: false,
         pid: None,
         ignore_build_id: false,

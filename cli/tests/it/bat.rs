@@ -99,18 +99,19 @@ fn json_number(json: &str, key: &str) -> u64 {
         .unwrap()
 }
 
-/// BOLTs `binary` with `bolt` and checks our reading of its BAT section; returns the number of
-/// cold fragments.
-fn check_bolted(dir: &Path, bolt: &str, binary: &Path, profile: &Path, extra: &[&str]) -> u64 {
-    let bolted = dir.join(format!(
-        "{}.bolt",
-        binary.file_name().unwrap().to_string_lossy()
-    ));
-    let out = run_ok(
+/// `binary` optimized by `bolt` with BAT and splitting; llvm-bolt's standard output.
+fn bolt_it(
+    bolt: &str,
+    binary: &Path,
+    profile: &Path,
+    extra: &[&str],
+    bolted: &Path,
+) -> std::process::Output {
+    run_ok(
         Command::new(bolt)
             .arg(binary)
             .arg("-o")
-            .arg(&bolted)
+            .arg(bolted)
             .arg("--data")
             .arg(profile)
             .args([
@@ -120,7 +121,17 @@ fn check_bolted(dir: &Path, bolt: &str, binary: &Path, profile: &Path, extra: &[
                 "--split-all-cold",
             ])
             .args(extra),
-    );
+    )
+}
+
+/// BOLTs `binary` with `bolt` and checks our reading of its BAT section; returns the number of
+/// cold fragments.
+fn check_bolted(dir: &Path, bolt: &str, binary: &Path, profile: &Path, extra: &[&str]) -> u64 {
+    let bolted = dir.join(format!(
+        "{}.bolt",
+        binary.file_name().unwrap().to_string_lossy()
+    ));
+    let out = bolt_it(bolt, binary, profile, extra, &bolted);
     let (maps, size) = reported(&String::from_utf8_lossy(&out.stdout));
     let json =
         String::from_utf8(run_ok(profmill().args(["bat", "dump", "--json"]).arg(&bolted)).stdout)
@@ -222,5 +233,152 @@ fn a_binary_without_bat_is_refused_clearly() {
     assert!(
         stderr.contains("plain: no .note.bolt_bat section"),
         "{stderr}"
+    );
+}
+
+/// Profiles of BOLTed binaries map back to the input binary as perf2bolt 22 maps them: from a
+/// generated LBR capture (perf2bolt's Skylake workaround included), from our pre-aggregated
+/// output (`perf2bolt --pa`), through a profile store written without the binary, and from a
+/// real `perf record -e cpu-clock` capture (`-nl`), for binaries BOLTed by LLVM 19 and 22.
+#[test]
+fn profiles_of_bolted_binaries_equal_perf2bolt() {
+    if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) {
+        return;
+    }
+    let bolts: Vec<&str> = [LLVM_BOLT_19, LLVM_BOLT_22]
+        .into_iter()
+        .filter(|b| have_tool(b))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let programs = [
+        build(d, PROGRAM_C, "c-nopie", false, &["-fno-pie", "-no-pie"]),
+        build(d, PROGRAM_C, "c-pie", false, &["-fPIE", "-pie"]),
+        build(d, PROGRAM_CXX, "cxx-pie", true, &["-fPIE", "-pie"]),
+    ];
+    let mut compared = 0;
+    for binary in &programs {
+        let profile = sparse_profile(d, binary);
+        for (v, bolt) in bolts.iter().enumerate() {
+            let name = binary.file_name().unwrap().to_string_lossy();
+            let bolted = d.join(format!("{name}.bolted{v}"));
+            bolt_it(bolt, binary, &profile, &[], &bolted);
+            let what = format!("{} BOLTed by {bolt}", binary.display());
+            let capture = d.join("bolted.data");
+            generate_capture(&capture, &[&bolted], 1, 400, false, 3);
+            // Straight from the capture.
+            let reference =
+                perf2bolt_fdata(PERF2BOLT_22, &bolted, &capture, &[], &d.join("ref.fdata"));
+            assert!(reference.iter().any(|l| l == "boltedcollection"), "{what}");
+            let ours = d.join("ours.fdata");
+            run_ok(
+                profmill()
+                    .arg("perf2bolt")
+                    .arg(&bolted)
+                    .arg("-p")
+                    .arg(&capture)
+                    .arg("-o")
+                    .arg(&ours),
+            );
+            assert_same_lines(
+                &sorted_lines(&std::fs::read(&ours).unwrap()),
+                &reference,
+                &what,
+            );
+            // Through our pre-aggregated text, read by perf2bolt 22 and by us.
+            let preagg = d.join("bolted.preagg");
+            profmill_preagg(&capture, &bolted, "preagg", &preagg);
+            let reference_pa = perf2bolt_fdata(
+                PERF2BOLT_22,
+                &bolted,
+                &preagg,
+                &["--pa"],
+                &d.join("pa.fdata"),
+            );
+            let ours_pa = d.join("ours-pa.fdata");
+            run_ok(
+                profmill()
+                    .arg("perf2bolt")
+                    .arg(&bolted)
+                    .args(["--pa", "-p"])
+                    .arg(&preagg)
+                    .arg("-o")
+                    .arg(&ours_pa),
+            );
+            assert_same_lines(
+                &sorted_lines(&std::fs::read(&ours_pa).unwrap()),
+                &reference_pa,
+                &what,
+            );
+            // Through a store aggregated without the binary.
+            let store = d.join("bolted.pms");
+            run_ok(
+                profmill()
+                    .arg("aggregate")
+                    .arg(&capture)
+                    .args(["--format", "store", "-o"])
+                    .arg(&store),
+            );
+            let exported = d.join("exported.fdata");
+            run_ok(
+                profmill()
+                    .arg("export")
+                    .arg(&store)
+                    .arg("-b")
+                    .arg(&bolted)
+                    .args(["--format", "fdata", "-o"])
+                    .arg(&exported),
+            );
+            assert_same_lines(
+                &sorted_lines(&std::fs::read(&exported).unwrap()),
+                &reference_pa,
+                &what,
+            );
+            compared += 1;
+            basic_capture_equals_perf2bolt(d, &bolted, &what);
+        }
+    }
+    assert!(compared > 0);
+}
+
+/// A real `perf record -e cpu-clock` run of a BOLTed binary, read with `-nl` (skipped where
+/// perf cannot record).
+fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
+    if !have_tool(PERF) {
+        return;
+    }
+    let capture = d.join("basic.data");
+    let recorded = Command::new(PERF)
+        .args(["record", "-q", "-e", "cpu-clock", "-c", "5000", "-o"])
+        .arg(&capture)
+        .arg(bolted)
+        .output()
+        .unwrap();
+    if !recorded.status.success() {
+        eprintln!("skipping the basic capture: perf record failed");
+        return;
+    }
+    let reference = perf2bolt_fdata(
+        PERF2BOLT_22,
+        bolted,
+        &capture,
+        &["-nl"],
+        &d.join("nl.fdata"),
+    );
+    let ours = d.join("ours-nl.fdata");
+    run_ok(
+        profmill()
+            .arg("perf2bolt")
+            .arg("-nl")
+            .arg(bolted)
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&ours),
+    );
+    assert_same_lines(
+        &sorted_lines(&std::fs::read(&ours).unwrap()),
+        &reference,
+        what,
     );
 }

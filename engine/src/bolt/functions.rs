@@ -36,6 +36,9 @@ pub struct Function {
     pub max_end: u64,
     /// BOLT's `getOneName()`.
     pub name: String,
+    /// For a local function symbol after a `STT_FILE` symbol: BOLT's alternative name
+    /// `name/file/N`, which perf2bolt prints instead of `name/N` for a BOLTed binary.
+    pub file_name: Option<String>,
     /// A PLT stub: BOLT accepts traces through it but builds no CFG.
     pub is_plt: bool,
     /// Offsets of the exception landing pads inside the function.
@@ -218,6 +221,20 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
     // BOLT walks the defined, named symbols in address order (stable for ties), uniquifying
     // every local name on the way.
+    // The file each local symbol follows in the table (BOLT's `SymbolToFileName`; it ignores
+    // LTO's artificial `ld-temp.o`, and the file stays current across global symbols).
+    let mut file_of: HashMap<object::SymbolIndex, String> = HashMap::new();
+    let mut current_file: Option<String> = None;
+    for s in file.symbols() {
+        let name = s.name().unwrap_or_default();
+        if s.kind() == SymbolKind::File {
+            if name != "ld-temp.o" {
+                current_file = Some(name.to_owned());
+            }
+        } else if let (Some(f), false) = (&current_file, s.is_global()) {
+            file_of.insert(s.index(), f.clone());
+        }
+    }
     let mut symbols: Vec<_> = file
         .symbols()
         .filter(|s| {
@@ -231,16 +248,24 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
         .iter()
         .filter_map(|s| fragment_parent(s.name().ok()?))
         .collect();
-    let mut local_counts: HashMap<String, u32> = HashMap::new();
+    // BOLT's `NameResolver`: one counter per name, alternative names included.
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut uniquify = |name: String| {
+        let n = counts.entry(name.clone()).or_default();
+        *n += 1;
+        format!("{name}/{n}")
+    };
     let mut functions: Vec<Function> = Vec::new();
     for sym in symbols {
         let name = sym.name().unwrap_or_default();
-        let unique = if sym.is_global() || sym.is_weak() {
-            name.to_owned()
+        let (unique, file_name) = if sym.is_global() || sym.is_weak() {
+            (name.to_owned(), None)
         } else {
-            let n = local_counts.entry(name.to_owned()).or_default();
-            *n += 1;
-            format!("{name}/{n}")
+            let alternative = file_of
+                .get(&sym.index())
+                .filter(|_| sym.kind() == SymbolKind::Text)
+                .map(|f| format!("{name}/{f}"));
+            (uniquify(name.to_owned()), alternative.map(&mut uniquify))
         };
         if sym.kind() != SymbolKind::Text || !in_code(sym.address()) {
             continue;
@@ -256,6 +281,7 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
                 size: sym.size(),
                 max_end: 0,
                 name: unique,
+                file_name,
                 is_plt: false,
                 landing_pads: Vec::new(),
                 split,
@@ -303,6 +329,7 @@ fn fde_functions(
             size: len,
             max_end: 0,
             name: format!("__BOLT_FDE_FUNCat{start:x}"),
+            file_name: None,
             is_plt: false,
             landing_pads: Vec::new(),
             split: false,
@@ -389,6 +416,7 @@ fn plt_functions(
                     size: entry,
                     max_end: 0,
                     name: format!("{target}@PLT"),
+                    file_name: None,
                     is_plt: true,
                     landing_pads: Vec::new(),
                     split: false,
@@ -403,6 +431,7 @@ fn plt_functions(
                 size: nominal,
                 max_end: 0,
                 name: format!("__BOLT_PSEUDO_{name}"),
+                file_name: None,
                 is_plt: true,
                 landing_pads: Vec::new(),
                 split: false,

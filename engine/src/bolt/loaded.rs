@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::bolt::bat::Translation;
 use crate::bolt::functions::Functions;
-use crate::bolt::{memory, symbolize, TraceStats};
+use crate::bolt::{memory, symbolize_bolted, BatIndex, TraceStats};
 use crate::error::{io_error, Result};
 use crate::io::output::write_atomically;
 use crate::perf::aggregate::BinaryProfile;
@@ -14,6 +15,8 @@ pub struct LoadedBinary {
     path: PathBuf,
     data: Vec<u8>,
     functions: Functions,
+    /// A BOLTed binary's address translation tables (`llvm-bolt --enable-bat`).
+    bat: Option<Translation>,
     /// Seconds the loading took.
     seconds: f64,
 }
@@ -30,10 +33,12 @@ impl LoadedBinary {
         let started = Instant::now();
         let data = std::fs::read(binary).map_err(io_error(binary))?;
         let functions = Functions::from_elf_with(binary, &data, allow_stripped)?;
+        let bat = Translation::from_elf(binary, &data)?;
         Ok(LoadedBinary {
             path: binary.to_path_buf(),
             data,
             functions,
+            bat,
             seconds: started.elapsed().as_secs_f64(),
         })
     }
@@ -46,6 +51,12 @@ impl LoadedBinary {
     /// The functions BOLT finds in the binary.
     pub fn functions(&self) -> &Functions {
         &self.functions
+    }
+
+    /// The binary's address translation tables, if `llvm-bolt --enable-bat` wrote it: its
+    /// profiles are then written for the input binary, as perf2bolt writes them.
+    pub fn bat(&self) -> Option<&Translation> {
+        self.bat.as_ref()
     }
 }
 
@@ -75,7 +86,8 @@ pub fn write_fdata(
 ) -> Result<FdataReport> {
     let started = Instant::now();
     let functions = &loaded.functions;
-    let fdata = symbolize(profile, functions, basic);
+    let bat = loaded.bat.as_ref().map(|t| BatIndex::new(t, functions));
+    let fdata = symbolize_bolted(profile, functions, basic, bat.as_ref());
     let mem = if basic || profile.mem.is_empty() {
         Vec::new()
     } else {

@@ -118,6 +118,9 @@ impl TraceStats {
 /// One binary's symbolized profile.
 pub struct Fdata<'f> {
     functions: &'f Functions,
+    /// A BOLTed binary's profile through its translation tables: `boltedcollection` first, and
+    /// locals by their `name/file/N` names.
+    bolted: bool,
     /// Every chunk's counts, a list per chunk: a key can appear in more than one chunk, and
     /// the writer sums such lines after sorting (cheaper than merging the chunks' maps).
     parts: Vec<Vec<CountedLine>>,
@@ -133,20 +136,68 @@ pub struct Fdata<'f> {
 /// The branch and fall-through counts of one chunk of traces, summed in a table.
 struct ChunkWalk<'f> {
     functions: &'f Functions,
+    bat: Option<&'f BatIndex<'f>>,
     branches: HashMap<(Loc, Loc), Branch>,
     stats: TraceStats,
+}
+
+/// A BOLTed binary's translation tables and, for each function that is a cold fragment in
+/// them, the function of its parent.
+pub struct BatIndex<'t> {
+    translation: &'t bat::Translation,
+    parents: HashMap<u32, u32>,
+}
+
+impl<'t> BatIndex<'t> {
+    /// Indexes `translation` by `functions` of the BOLTed binary.
+    pub fn new(translation: &'t bat::Translation, functions: &Functions) -> BatIndex<'t> {
+        let parents = translation
+            .tables
+            .cold
+            .iter()
+            .filter_map(|c| {
+                let hot = translation.tables.hot.get(c.hot_index as usize)?;
+                let f = functions.index_containing(c.address)?;
+                let p = functions.index_containing(hot.address)?;
+                Some((f as u32, p as u32))
+            })
+            .collect();
+        BatIndex {
+            translation,
+            parents,
+        }
+    }
+
+    /// perf2bolt's `getBATParentFunction`, or the function itself.
+    fn parent(&self, f: u32) -> u32 {
+        self.parents.get(&f).copied().unwrap_or(f)
+    }
 }
 
 /// Symbolizes a profile; the functions its traces touch are disassembled in parallel, then
 /// the traces are symbolized in parallel chunks whose counts are concatenated (the writer sums
 /// the keys that more than one chunk counted).
 pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: bool) -> Fdata<'f> {
+    symbolize_bolted(profile, functions, basic, None)
+}
+
+/// [`symbolize`] of a BOLTed binary's profile through its translation tables (perf2bolt's BAT
+/// mode, LLVM 22): addresses become offsets in the input binary's functions, cold fragments
+/// count for their parent, and fall-throughs in translated functions follow the tables
+/// instead of a CFG.
+pub fn symbolize_bolted<'f>(
+    profile: &BinaryProfile,
+    functions: &'f Functions,
+    basic: bool,
+    bat: Option<&'f BatIndex<'f>>,
+) -> Fdata<'f> {
     let mut fdata = Fdata::new(functions, basic.then(|| profile.events.clone()));
+    fdata.bolted = bat.is_some();
     if basic {
-        fdata.add_samples(&profile.ips);
+        fdata.add_samples(&profile.ips, bat);
         return fdata;
     }
-    let bodies = analyse_touched(profile, functions);
+    let bodies = analyse_touched(profile, functions, bat);
     let returns = find_returns(profile, functions);
     // In address order, consecutive traces share their function and its CFG, which then stay
     // in cache: hash order costs a cache miss per lookup.
@@ -163,6 +214,7 @@ pub fn symbolize<'f>(profile: &BinaryProfile, functions: &'f Functions, basic: b
         .map(|chunk| {
             let mut walk = ChunkWalk {
                 functions,
+                bat,
                 branches: HashMap::new(),
                 stats: TraceStats::default(),
             };
@@ -184,6 +236,7 @@ impl<'f> Fdata<'f> {
     fn new(functions: &'f Functions, basic_events: Option<Vec<String>>) -> Self {
         Fdata {
             functions,
+            bolted: false,
             parts: Vec::new(),
             samples: HashMap::new(),
             basic_events,
@@ -193,13 +246,21 @@ impl<'f> Fdata<'f> {
     }
 }
 
-/// CFGs of every function holding the start of a fall-through range.
-fn analyse_touched(profile: &BinaryProfile, functions: &Functions) -> HashMap<u32, Body> {
+/// CFGs of every function holding the start of a fall-through range (but those whose
+/// fall-throughs a BOLTed binary's translation tables give).
+fn analyse_touched(
+    profile: &BinaryProfile,
+    functions: &Functions,
+    bat: Option<&BatIndex<'_>>,
+) -> HashMap<u32, Body> {
+    let translated =
+        |i: usize| bat.is_some_and(|b| b.translation.fragment(functions.get(i).address).is_some());
     let mut touched: Vec<u32> = profile
         .traces
         .par_iter()
         .filter(|((_, _, to), _)| *to != BR_ONLY)
         .filter_map(|((_, from, _), _)| functions.index_containing(*from))
+        .filter(|&i| !translated(i))
         .map(|i| i as u32)
         .collect();
     touched.par_sort_unstable();
@@ -283,8 +344,8 @@ impl ChunkWalk<'_> {
 
     /// `doBranch`.
     fn add_branch(&mut self, from: u64, to: u64, count: u64, mispreds: u64) {
-        let from = self.locate(from);
-        let to = self.locate(to);
+        let from = self.locate_end(from, true);
+        let to = self.locate_end(to, false);
         if from.func.is_none() && to.func.is_none() {
             return;
         }
@@ -296,14 +357,24 @@ impl ChunkWalk<'_> {
         b.mispreds += mispreds;
     }
 
-    /// An address as `function + offset`, or `[unknown] 0`.
-    fn locate(&self, addr: u64) -> Loc {
-        match self.functions.index_containing(addr) {
-            Some(i) => Loc {
+    /// A branch end as `function + offset`, or `[unknown] 0` (`doBranch`'s `handleAddress`):
+    /// in a BOLTed binary, translated to the input function (a source to its block's or
+    /// branch's input offset) and counted for the parent of a cold fragment.
+    fn locate_end(&self, addr: u64, is_source: bool) -> Loc {
+        let Some(i) = self.functions.index_containing(addr) else {
+            return Loc::UNKNOWN;
+        };
+        let start = self.functions.get(i).address;
+        let offset = addr - start;
+        match self.bat {
+            None => Loc {
                 func: Some(i as u32),
-                offset: addr - self.functions.get(i).address,
+                offset,
             },
-            None => Loc::UNKNOWN,
+            Some(b) => Loc {
+                func: Some(b.parent(i as u32)),
+                offset: b.translation.translate(start, offset, is_source),
+            },
         }
     }
 
@@ -331,6 +402,26 @@ impl ChunkWalk<'_> {
         let func = self.functions.get(f);
         let base = func.address;
         steps.clear();
+        if let Some(b) = self.bat.filter(|b| b.translation.fragment(base).is_some()) {
+            // The tables' blocks, from the block of the branch's target (one byte back
+            // after a return, as perf2bolt does) to the block of the range's end.
+            let Some(pairs) = b
+                .translation
+                .fallthroughs(base, from - u64::from(is_return), to)
+            else {
+                self.stats.invalid += count;
+                return;
+            };
+            let parent = b.parent(f as u32);
+            for (a, c) in pairs {
+                let at = |o| Loc {
+                    func: Some(parent),
+                    offset: b.translation.translate(base, o, false),
+                };
+                self.branches.entry((at(a), at(c))).or_default().count += count;
+            }
+            return;
+        }
         let valid = match bodies.get(&(f as u32)) {
             Some(Body::Pseudo) => from <= to,
             Some(Body::Cfg(cfg)) => fall_throughs(
@@ -364,18 +455,28 @@ impl ChunkWalk<'_> {
 }
 
 impl Fdata<'_> {
-    fn add_samples(&mut self, ips: &[(u64, u64)]) {
+    /// `doBasicSample` for each IP: in a BOLTed binary the sample counts for the parent of a
+    /// cold fragment, at its offset from the parent translated by the parent's table (what
+    /// perf2bolt computes, however far the fragment lies from its parent).
+    fn add_samples(&mut self, ips: &[(u64, u64)], bat: Option<&BatIndex<'_>>) {
         for &(pc, hits) in ips {
             if pc == 0 {
                 continue;
             }
-            match self.functions.index_containing(pc) {
-                Some(i) => {
-                    let offset = pc - self.functions.get(i).address;
-                    *self.samples.entry((i as u32, offset)).or_default() += hits;
+            let Some(i) = self.functions.index_containing(pc) else {
+                self.out_of_range_samples += hits;
+                continue;
+            };
+            let (f, offset) = match bat {
+                None => (i as u32, pc - self.functions.get(i).address),
+                Some(b) => {
+                    let parent = b.parent(i as u32);
+                    let start = self.functions.get(parent as usize).address;
+                    let offset = pc.wrapping_sub(start);
+                    (parent, b.translation.translate(start, offset, false))
                 }
-                None => self.out_of_range_samples += hits,
-            }
+            };
+            *self.samples.entry((f, offset)).or_default() += hits;
         }
     }
 
@@ -383,16 +484,19 @@ impl Fdata<'_> {
     /// (source, target), then the entries from unknown sources.
     pub fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let mut w = FdataWriter::new(out);
+        if self.bolted {
+            w.bolted_collection()?;
+        }
         if let Some(events) = &self.basic_events {
             w.no_lbr(events)?;
             let mut samples: Vec<_> = self.samples.iter().collect();
             samples.sort_by_key(|&(&(f, off), _)| (self.name(Some(f)), off));
             for (&(f, off), &hits) in samples {
-                w.sample(&Location::symbol(self.name(Some(f)), off), hits as i64)?;
+                w.sample(&Location::symbol(self.printed_name(f), off), hits as i64)?;
             }
             return Ok(());
         }
-        let names = PrintedNames::new(self.functions);
+        let names = PrintedNames::new(self.functions, self.bolted);
         let mut lines = gather(&self.parts, |&((from, to), b)| {
             (names.sort_key(from, to), (from, to), b)
         });
@@ -414,6 +518,20 @@ impl Fdata<'_> {
 
     fn name(&self, func: Option<u32>) -> &str {
         func.map_or("", |f| self.functions.get(f as usize).name.as_str())
+    }
+
+    /// The name perf2bolt prints for a function (`getLocationName`).
+    fn printed_name(&self, f: u32) -> &str {
+        printed_name(self.functions.get(f as usize), self.bolted)
+    }
+}
+
+/// perf2bolt's `getLocationName`: `getOneName()`, or for a BOLTed binary the `name/file/N`
+/// alternative of a local function when it has one.
+fn printed_name(f: &Function, bolted: bool) -> &str {
+    match (&f.file_name, bolted) {
+        (Some(alternative), true) => alternative,
+        _ => &f.name,
     }
 }
 
@@ -453,33 +571,31 @@ type LineKey = (
 );
 
 /// Each function's rank in name order and its printed location prefix (`1 <escaped name> `),
-/// computed once rather than per line.
+/// computed once rather than per line. Functions are listed by `getOneName()`, their lines
+/// sorted by the printed names; the two differ only for a BOLTed binary.
 struct PrintedNames {
     rank: Vec<u32>,
+    printed_rank: Vec<u32>,
     text: Vec<u8>,
     spans: Vec<(u32, u32)>,
     unknown: Vec<u8>,
 }
 
 impl PrintedNames {
-    fn new(functions: &Functions) -> PrintedNames {
-        let n = functions.len();
+    fn new(functions: &Functions, bolted: bool) -> PrintedNames {
         let name = |i: u32| functions.get(i as usize).name.as_str();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.par_sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
-        let mut rank = vec![0u32; n];
-        let mut r = 0u32;
-        for (k, &i) in order.iter().enumerate() {
-            if k > 0 && name(i) != name(order[k - 1]) {
-                r += 1;
-            }
-            rank[i as usize] = r;
-        }
+        let printed = |i: u32| printed_name(functions.get(i as usize), bolted);
+        let rank = ranks(functions.len(), name);
+        let printed_rank = if bolted {
+            ranks(functions.len(), printed)
+        } else {
+            rank.clone()
+        };
         let mut text = Vec::new();
-        let spans = (0..n as u32)
+        let spans = (0..functions.len() as u32)
             .map(|i| {
                 let start = text.len() as u32;
-                formats::bolt::fdata::location_prefix(&mut text, true, name(i));
+                formats::bolt::fdata::location_prefix(&mut text, true, printed(i));
                 (start, text.len() as u32)
             })
             .collect();
@@ -487,6 +603,7 @@ impl PrintedNames {
         formats::bolt::fdata::location_prefix(&mut unknown, false, "");
         PrintedNames {
             rank,
+            printed_rank,
             text,
             spans,
             unknown,
@@ -496,7 +613,7 @@ impl PrintedNames {
     fn sort_key(&self, from: Loc, to: Loc) -> LineKey {
         let owner = from.func.or(to.func).map_or(0, |f| self.rank[f as usize]);
         let key = |l: Loc| match l.func {
-            Some(f) => (true, self.rank[f as usize], l.offset),
+            Some(f) => (true, self.printed_rank[f as usize], l.offset),
             None => (false, 0, l.offset),
         };
         (
@@ -519,6 +636,21 @@ impl PrintedNames {
         };
         (text, loc.offset)
     }
+}
+
+/// Each of `n` items' rank in the order of `name` (equal names share a rank).
+fn ranks<'a>(n: usize, name: impl Fn(u32) -> &'a str + Sync) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| name(a).cmp(name(b)));
+    let mut rank = vec![0u32; n];
+    let mut r = 0u32;
+    for (k, &i) in order.iter().enumerate() {
+        if k > 0 && name(i) != name(order[k - 1]) {
+            r += 1;
+        }
+        rank[i as usize] = r;
+    }
+    rank
 }
 
 /// Formats `batch` in parallel chunks into `texts`; returns how many chunks it filled.

@@ -32,6 +32,9 @@ pub struct SampleStats {
     pub branch_entries: u64,
     /// Entries dropped because an end is in the kernel (at or above [`KERNEL_BASE`]).
     pub kernel_entries: u64,
+    /// Samples with exactly 32 entries outside the kernel (what turns on perf2bolt's Skylake
+    /// workaround for a BOLTed binary, see [`Request::skylake_fix`]).
+    pub full_stacks: u64,
 }
 
 impl SampleStats {
@@ -40,6 +43,7 @@ impl SampleStats {
         self.samples_with_branches += o.samples_with_branches;
         self.branch_entries += o.branch_entries;
         self.kernel_entries += o.kernel_entries;
+        self.full_stacks += o.full_stacks;
     }
 }
 
@@ -121,6 +125,9 @@ pub struct Tables {
     per_binary: Vec<BinaryTable>,
     stats: SampleStats,
     basic: bool,
+    /// Apply perf2bolt's Skylake workaround to the binaries that have translation tables (and,
+    /// before the binaries are known, to every stack).
+    skylake_fix: bool,
     /// Memory samples (raw pid, pc and data address) of the events `mem_events` flags
     /// (all events when their names are not known yet).
     mem: HashMap<MemKey, u64>,
@@ -137,6 +144,12 @@ pub(crate) struct MemKey {
     pc: u64,
     addr: u64,
 }
+
+/// A Skylake LBR's depth: perf2bolt's workaround starts at the first sample of this many
+/// entries (after the kernel's are dropped).
+const FULL_STACK: usize = 32;
+/// Entries perf2bolt's Skylake workaround drops from each sample (the newest).
+const SKYLAKE_DROPPED: u32 = 2;
 
 /// perf2bolt reads memory samples of the events whose name contains this.
 const MEM_EVENT_MARK: &str = "mem-loads";
@@ -181,8 +194,13 @@ impl Sink for Tables {
             return;
         };
         let mut next_source = BR_ONLY;
+        let mut kept = 0;
         for e in stack.iter() {
             if is_kernel(&e) {
+                continue;
+            }
+            kept += 1;
+            if self.skylake_fix && kept <= SKYLAKE_DROPPED {
                 continue;
             }
             let key = TraceKey {
@@ -212,7 +230,9 @@ impl Tables {
         self.stats.samples_with_branches += 1;
         self.stats.branch_entries += stack.len() as u64;
         if count_kernel {
-            self.stats.kernel_entries += stack.iter().filter(is_kernel).count() as u64;
+            let kernel = stack.iter().filter(is_kernel).count();
+            self.stats.kernel_entries += kernel as u64;
+            self.stats.full_stacks += u64::from(stack.len() - kernel == FULL_STACK);
         }
         Some(stack)
     }
@@ -244,19 +264,37 @@ impl Tables {
         for (i, &(b, place)) in mapped.iter().enumerate() {
             let table = &mut self.per_binary[b];
             table.note_pid(s.pid);
+            let binary = &r.binaries[b];
             let at = PlacedIn {
                 place,
-                binary: &r.binaries[b],
+                binary,
                 maps: &r.maps[b],
             };
-            let kernel = table
-                .traces
-                .add_stack(&stack, is_kernel, &at, &mut self.batch);
+            let kernel = if self.skylake_fix && binary.has_bat {
+                // perf2bolt's Skylake workaround: the two newest entries are dropped.
+                let (kernel, kept) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+                let skip = |e: &formats::perf::BranchEntry| {
+                    if is_kernel(e) {
+                        kernel.set(kernel.get() + 1);
+                        return true;
+                    }
+                    kept.set(kept.get() + 1);
+                    kept.get() <= SKYLAKE_DROPPED
+                };
+                table.traces.add_stack(&stack, skip, &at, &mut self.batch);
+                kernel.get()
+            } else {
+                table
+                    .traces
+                    .add_stack(&stack, is_kernel, &at, &mut self.batch)
+            };
             if i == 0 {
                 kernel_entries = kernel;
             }
         }
         self.stats.kernel_entries += kernel_entries;
+        self.stats.full_stacks +=
+            u64::from(stack.len() as u64 - kernel_entries == FULL_STACK as u64);
     }
 
     fn merge(mut all: Vec<Tables>) -> Tables {
@@ -315,6 +353,13 @@ pub struct Request {
     pub stream: bool,
     /// How [`BinaryProfile::traces`] is sorted.
     pub trace_order: TraceOrder,
+    /// perf2bolt's Skylake workaround for BOLTed binaries (those with translation tables):
+    /// when a sample has exactly 32 entries outside the kernel, perf2bolt drops the two newest
+    /// entries of that and every later sample (Skylake's LBR sometimes repeats its last entry,
+    /// and BAT mode cannot tell). We drop them from every sample of a capture that has such a
+    /// sample (a capture without one is read again without the workaround); perf2bolt starts
+    /// at the first one, which differs only when samples of fewer entries come first.
+    pub skylake_fix: bool,
 }
 
 /// One binary's profile, in the binary's own addresses.
@@ -379,10 +424,14 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
         ..Default::default()
     };
     let resolver = std::sync::OnceLock::new();
+    // Before the binaries are known (a stream), stacks are counted once for all of them.
+    let skylake_for_all =
+        req.skylake_fix && !req.binaries.is_empty() && req.binaries.iter().all(|b| b.has_bat);
     let make_sink = |side: Option<&SideBand>| {
         let Some(side) = side else {
             return Tables {
                 basic: req.basic,
+                skylake_fix: skylake_for_all,
                 ..Default::default()
             };
         };
@@ -392,6 +441,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
             Some(r) => Tables {
                 basic,
                 mem_events,
+                skylake_fix: req.skylake_fix,
                 per_binary: presized_tables(&r.binaries, req.threads, side, basic),
                 resolver: Some(r.clone()),
                 ..Default::default()
@@ -399,12 +449,22 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
             None => Tables {
                 basic,
                 mem_events,
+                skylake_fix: skylake_for_all,
                 ..Default::default()
             },
         }
     };
     let (side, tables) = capture::read_capture(input, options, make_sink, progress)?;
     let mut tables = Tables::merge(tables);
+    let fixed = req.skylake_fix && req.binaries.iter().any(|b| b.has_bat);
+    if fixed && tables.stats.full_stacks == 0 && !input.is_stream() {
+        // No sample would have turned the workaround on: read the capture again without it.
+        let again = Request {
+            skylake_fix: false,
+            ..req.clone()
+        };
+        return aggregate(input, &again, progress);
+    }
     let basic = req.basic || !has_branch_stacks(&side);
     if basic && !tables.basic {
         if input.is_stream() {

@@ -33,6 +33,8 @@ pub struct BinaryInfo {
     pub(crate) segments: Vec<Segment>,
     /// `[lowest segment start, highest segment end)`: a quick rejection test for `contains`.
     span: (u64, u64),
+    /// The binary has BOLT address translation tables (`llvm-bolt --enable-bat`).
+    pub(crate) has_bat: bool,
     /// For a binary known only from the capture ([`BinaryInfo::mapped`]): the full path its
     /// mmap events name, which they are matched by (executable mappings only).
     pub(crate) mapped_path: Option<Vec<u8>>,
@@ -74,6 +76,7 @@ impl BinaryInfo {
             segments,
         );
         info.build_id = build_id;
+        info.has_bat = file.section_by_name(".note.bolt_bat").is_some();
         Ok(info)
     }
 
@@ -101,6 +104,7 @@ impl BinaryInfo {
             fixed_load_address,
             segments,
             span,
+            has_bat: false,
             mapped_path: None,
         }
     }

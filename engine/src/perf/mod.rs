@@ -34,6 +34,8 @@
 //! let request = Request {
 //!     binaries: vec![BinaryInfo::load(&binary)?],
 //!     discover: None,
+
+//!     skylake_fix: false,
 //!     basic: false,
 //!     pid: None,
 //!     ignore_build_id: false,

@@ -18,6 +18,8 @@ fn profiles(
     let request = Request {
         binaries: vec![BinaryInfo::load(binary).unwrap()],
         discover: None,
+
+        skylake_fix: false,
         basic,
         pid: None,
         ignore_build_id: false,
