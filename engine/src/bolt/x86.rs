@@ -97,8 +97,8 @@ pub fn forms() -> impl Iterator<Item = (Code, bool, &'static str, &'static str, 
 
 /// LLVM's register number (`MCRegister`), 0 for none.
 pub(crate) fn register_number(r: Register, _v: Llvm) -> u16 {
-    // Only LLVM 19's numbers can be read from llvm-mc (22 prints names); the hashes of LLVM 22
-    // match with them (see the tests), so X86's numbering did not move for these registers.
+    // Only LLVM 19's numbers can be read from llvm-mc (22 prints names). LLVM 22 uses them too
+    // here; whether its numbering is the same is NOT yet verified (block hashes' operand part).
     static NUMBERS: OnceLock<Vec<u16>> = OnceLock::new();
     let numbers = NUMBERS.get_or_init(|| {
         let mut v = vec![0u16; Register::values().count()];
