@@ -60,6 +60,9 @@ pub struct Block {
     pub successors: Vec<usize>,
     /// Whether the block is an exception landing pad (reached from the unwinder).
     pub is_landing_pad: bool,
+    /// Whether the last successor is the fall-through edge (BOLT adds it after the taken
+    /// ones, which decides the predecessors' order).
+    pub falls_through: bool,
 }
 
 impl Cfg {
@@ -481,6 +484,7 @@ fn add_edges(
         };
         if falls_through && b + 1 < blocks.len() {
             blocks[b].successors.push(b + 1);
+            blocks[b].falls_through = true;
         }
     }
 }

@@ -40,10 +40,12 @@ pub mod cfg;
 pub(crate) mod eh;
 pub mod fdata_merge;
 pub mod functions;
+pub mod hash;
 pub mod indirect;
 pub mod loaded;
 pub(crate) mod memory;
 pub mod preagg_legacy;
+pub mod x86;
 
 pub use fdata_merge::{expand_inputs, merge as merge_fdata, MergeError, Merged, Sources};
 pub use functions::{Function, Functions};

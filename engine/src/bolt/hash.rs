@@ -1,0 +1,349 @@
+//! BOLT's function and block hashes (`BinaryFunction::computeHash` and `computeBlockHashes`,
+//! xxh3 flavour), which YAML profiles and BAT carry so that a profile can be matched to a
+//! changed binary. Both hash strings made of LLVM MC opcode names (see [`super::x86`]):
+//!
+//! * function hash: xxh3 of the blocks' strings in layout order, each the opcode names of the
+//!   block's instructions, unconditional jumps left out (they follow the layout), conditional
+//!   branches under their short opcode (`JCC_1`) whatever their encoding;
+//! * block hash: `offset[0:16] | opcodes[16:32] | instructions[32:48] | predecessors[48:56] |
+//!   successors[56:64]`, where `opcodes` hashes the sorted set of the block's AT&T mnemonics
+//!   (no-ops and unconditional jumps left out, conditional branches all "JMP"),
+//!   `instructions` the opcode names with their operands (registers as LLVM numbers them,
+//!   immediates, data addresses; not code addresses), and the neighbours fold their
+//!   `opcodes` hash with LLVM's `hash_16_bytes`.
+
+use std::collections::BTreeSet;
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::cfg::Cfg;
+use super::functions::{Function, Functions};
+use super::memory::DataObjects;
+use super::x86::{self, Llvm, McOp};
+
+/// What the operand hashes need to know of the binary: where data objects are, and which
+/// addresses are jump tables (BOLT leaves both function and jump-table references out).
+pub struct Context<'a> {
+    /// The binary's functions.
+    pub functions: &'a Functions,
+    /// BOLT's data objects.
+    pub objects: &'a DataObjects,
+    /// Start addresses of the jump tables found.
+    pub jump_tables: &'a BTreeSet<u64>,
+}
+
+/// A function's hashes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hashes {
+    /// `BinaryFunction::computeHash` over the blocks in layout order.
+    pub function: u64,
+    /// The blended hash of each block, in layout order.
+    pub blocks: Vec<u64>,
+}
+
+/// LLVM's `hashing::detail::hash_16_bytes` (a Murmur-style mix of two words).
+pub fn hash_16_bytes(low: u64, high: u64) -> u64 {
+    const K: u64 = 0x9ddf_ea08_eb38_2d69;
+    let mut a = (low ^ high).wrapping_mul(K);
+    a ^= a >> 47;
+    let mut b = (high ^ a).wrapping_mul(K);
+    b ^= b >> 47;
+    b.wrapping_mul(K)
+}
+
+/// BOLT's `hashInteger`: the value's little-endian bytes without the high zeros (one zero byte
+/// for 0).
+fn push_integer(out: &mut Vec<u8>, mut v: u64) {
+    if v == 0 {
+        out.push(0);
+    }
+    while v != 0 {
+        out.push(v as u8);
+        v >>= 8;
+    }
+}
+
+/// How BOLT sees one instruction for hashing.
+struct Hashed<'t> {
+    /// Opcode name, after BOLT's rewrites (tail calls, short conditional branches).
+    name: &'static str,
+    mnemonic: &'static str,
+    ops: &'static [McOp],
+    ins: &'t Instruction,
+    /// Left out of both strings (an unconditional jump inside the function).
+    skipped: bool,
+    conditional: bool,
+}
+
+/// The per-block strings: (opcode names, with operands, sorted mnemonics).
+struct BlockStrings {
+    names: Vec<u8>,
+    full: Vec<u8>,
+    mnemonics: BTreeSet<&'static str>,
+}
+
+/// Hashes of `f` given its CFG; `None` if an instruction is not in the table.
+pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes, String> {
+    let code = ctx.functions.function_code(f);
+    let code = &code[..(f.size as usize).min(code.len())];
+    let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
+    let mut blocks: Vec<BlockStrings> = cfg
+        .blocks
+        .iter()
+        .map(|_| BlockStrings {
+            names: Vec::new(),
+            full: Vec::new(),
+            mnemonics: BTreeSet::new(),
+        })
+        .collect();
+    let mut ins = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut ins);
+        if ins.is_invalid() {
+            break;
+        }
+        let offset = ins.ip() - f.address;
+        let Some(b) = cfg.block_containing(offset) else {
+            break;
+        };
+        let out = &mut blocks[b];
+        if code.get(offset as usize) == Some(&0xf0) {
+            // LLVM's disassembler returns a `lock` prefix as an instruction of its own.
+            out.names.extend_from_slice(b"LOCK_PREFIX");
+            out.full.extend_from_slice(b"LOCK_PREFIX");
+            out.mnemonics.insert("lock");
+        }
+        let h = classify(f, cfg, b, &ins, v)?;
+        if h.skipped {
+            continue;
+        }
+        out.names.extend_from_slice(h.name.as_bytes());
+        out.full.extend_from_slice(h.name.as_bytes());
+        for op in h.ops {
+            operand(ctx, h.ins, *op, v, &mut out.full);
+        }
+        if h.conditional {
+            out.mnemonics.insert("JMP");
+        } else if !h.name.starts_with("NOOP") {
+            out.mnemonics.insert(h.mnemonic);
+        }
+    }
+    let mut all = Vec::new();
+    for b in &blocks {
+        all.extend_from_slice(&b.names);
+    }
+    let opcode_hashes: Vec<u64> = blocks
+        .iter()
+        .map(|b| {
+            let s: Vec<u8> = b.mnemonics.iter().flat_map(|m| m.bytes()).collect();
+            xxh3_64(&s)
+        })
+        .collect();
+    let preds = predecessors(cfg);
+    let fold = |list: &[usize]| {
+        list.iter()
+            .fold(0u64, |acc, &n| hash_16_bytes(acc, opcode_hashes[n]))
+    };
+    let hashes = cfg
+        .blocks
+        .iter()
+        .enumerate()
+        .map(|(i, block)| {
+            let offset = block.offset & 0xffff;
+            let opcode = opcode_hashes[i] & 0xffff;
+            let instr = xxh3_64(&blocks[i].full) & 0xffff;
+            let pred = fold(&preds[i]) & 0xff;
+            let succ = fold(&block.successors) & 0xff;
+            offset | opcode << 16 | instr << 32 | pred << 48 | succ << 56
+        })
+        .collect();
+    Ok(Hashes {
+        function: xxh3_64(&all),
+        blocks: hashes,
+    })
+}
+
+/// Predecessors in the order BOLT adds edges: taken branches (in source order), then
+/// fall-throughs.
+fn predecessors(cfg: &Cfg) -> Vec<Vec<usize>> {
+    let mut preds = vec![Vec::new(); cfg.blocks.len()];
+    for (i, b) in cfg.blocks.iter().enumerate() {
+        let taken = b.successors.len() - usize::from(b.falls_through);
+        for &s in &b.successors[..taken] {
+            preds[s].push(i);
+        }
+    }
+    for (i, b) in cfg.blocks.iter().enumerate() {
+        if b.falls_through {
+            if let Some(&s) = b.successors.last() {
+                preds[s].push(i);
+            }
+        }
+    }
+    preds
+}
+
+fn classify<'t>(
+    f: &Function,
+    cfg: &Cfg,
+    block: usize,
+    ins: &'t Instruction,
+    v: Llvm,
+) -> Result<Hashed<'t>, String> {
+    let form = x86::form(ins).ok_or_else(|| format!("{:?} is not in the table", ins.code()))?;
+    let (mut name, ops, mnemonic) = form.of(v);
+    let mut skipped = false;
+    let mut conditional = false;
+    match ins.flow_control() {
+        FlowControl::ConditionalBranch => {
+            conditional = true;
+            if name.starts_with("JCC_") {
+                name = "JCC_1";
+            }
+        }
+        FlowControl::UnconditionalBranch => {
+            let internal = matches!(ins.op0_kind(), OpKind::NearBranch64)
+                && f.contains(ins.near_branch_target());
+            if internal {
+                skipped = true;
+            } else {
+                // A tail call: BOLT rewrites it to the 4-byte form and keeps it.
+                name = "JMP_4";
+            }
+        }
+        FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
+            // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes.
+            name = if form.mem { "JMP32m" } else { "JMP32r" };
+        }
+        _ => {}
+    }
+    Ok(Hashed {
+        name,
+        mnemonic,
+        ops,
+        ins,
+        skipped,
+        conditional,
+    })
+}
+
+fn operand(ctx: &Context, ins: &Instruction, op: McOp, v: Llvm, out: &mut Vec<u8>) {
+    let reg = |r: Register| u64::from(x86::register_number(r, v));
+    match op {
+        McOp::Reg(i) => push_integer(out, reg(ins.op_register(i))),
+        McOp::Fixed(r) => push_integer(out, reg(r)),
+        McOp::NoReg => push_integer(out, 0),
+        McOp::Imm(i) => push_integer(out, ins.immediate(i)),
+        McOp::ImmSext(i, bits) => {
+            let x = ins.immediate(i);
+            let s = ((x << (64 - bits)) as i64) >> (64 - bits);
+            push_integer(out, s as u64)
+        }
+        McOp::Const(c) => push_integer(out, c as u64),
+        McOp::MemBase => push_integer(out, reg(ins.memory_base())),
+        McOp::MemScale => push_integer(out, u64::from(ins.memory_index_scale())),
+        McOp::MemIndex => push_integer(out, reg(ins.memory_index())),
+        McOp::MemDisp if ins.is_ip_rel_memory_operand() => {
+            data_reference(ctx, ins.ip_rel_memory_address(), out)
+        }
+        McOp::MemDisp => push_integer(out, ins.memory_displacement64()),
+        McOp::MemSeg => push_integer(out, reg(ins.segment_prefix())),
+        McOp::Target | McOp::Unknown => {}
+    }
+}
+
+/// A PC-relative reference as BOLT symbolizes it: nothing for code and jump tables, else the
+/// containing data object's address and the addend (`sym + addend` hashes the `Add` opcode, 0).
+fn data_reference(ctx: &Context, address: u64, out: &mut Vec<u8>) {
+    if ctx.functions.index_containing(address).is_some() || ctx.jump_tables.contains(&address) {
+        return;
+    }
+    match ctx.objects.containing(address) {
+        Some((_, 0)) | None => push_integer(out, address),
+        Some((_, offset)) => {
+            push_integer(out, address - offset);
+            push_integer(out, 0);
+            push_integer(out, offset);
+        }
+    }
+}
+
+/// One function's hashes, by [`binary`].
+#[derive(Debug)]
+pub struct FunctionHashes {
+    /// The function's symbol name.
+    pub name: String,
+    /// Its address.
+    pub address: u64,
+    /// Block offsets in layout order.
+    pub offsets: Vec<u64>,
+    /// The hashes, or why there are none (no CFG, an instruction outside the table).
+    pub hashes: Result<Hashes, String>,
+}
+
+/// The hashes of every function of a binary that gets a CFG, as BOLT computes them for `v`.
+pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes> {
+    use super::cfg::{self, Body};
+    use rayon::prelude::*;
+    let phase_one: Vec<_> = functions
+        .iter()
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|f| (f, cfg::disassemble(functions, f)))
+        .collect();
+    let jump_tables: BTreeSet<u64> = phase_one
+        .iter()
+        .filter_map(|(_, d)| d.as_ref().ok())
+        .flat_map(|d| d.table_addresses())
+        .collect();
+    let objects = DataObjects::from_elf(data, functions);
+    let ctx = Context {
+        functions,
+        objects: &objects,
+        jump_tables: &jump_tables,
+    };
+    phase_one
+        .into_par_iter()
+        .filter(|(f, _)| !f.is_plt)
+        .map(|(f, d)| {
+            let body = match d {
+                Ok(d) => cfg::finish(functions, f, d, &jump_tables),
+                Err(body) => body,
+            };
+            let (offsets, hashes) = match body {
+                Body::Cfg(cfg) => (
+                    cfg.blocks.iter().map(|b| b.offset).collect(),
+                    hashes(&ctx, f, &cfg, v),
+                ),
+                Body::NoCfg(why) => (Vec::new(), Err(why)),
+                Body::Pseudo => (Vec::new(), Err("pseudo".into())),
+            };
+            FunctionHashes {
+                name: f.name.clone(),
+                address: f.address,
+                offsets,
+                hashes,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_little_endian_without_high_zeros() {
+        let mut v = Vec::new();
+        push_integer(&mut v, 0);
+        push_integer(&mut v, 0x1234);
+        assert_eq!(v, [0, 0x34, 0x12]);
+    }
+
+    #[test]
+    fn hash_16_bytes_mixes_both_words() {
+        assert_eq!(hash_16_bytes(0, 0), 0);
+        assert_ne!(hash_16_bytes(1, 2), hash_16_bytes(2, 1));
+    }
+}
