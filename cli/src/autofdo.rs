@@ -113,6 +113,7 @@ fn read_traces(args: &Args) -> Result<engine::perf::aggregate::BinaryProfile, Bo
         stream: false,
         trace_order: TraceOrder::default(),
         skylake_fix: false,
+        keep_kernel_entries: true,
     };
     let total = std::fs::metadata(&args.profile).ok().map(|m| m.len());
     let bar = crate::progress::Bar::bytes(total, "reading");

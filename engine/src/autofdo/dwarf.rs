@@ -150,7 +150,7 @@ impl DebugInfo {
 }
 
 /// Which row describes an address that several rows of the line table start at.
-const LAST_ROW_WINS: bool = false;
+const LAST_ROW_WINS: bool = true;
 
 fn decode(dwarf: &gimli::Dwarf<R<'_>>, info: &mut DebugInfo) -> gimli::Result<()> {
     let mut units = Vec::new();
