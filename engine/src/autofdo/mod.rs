@@ -15,9 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use formats::bolt::preagg::BR_ONLY;
-use formats::sampleprof::model::{
-    Context, FunctionId, FunctionSamples, LineLocation, Profile, SampleRecord,
-};
+use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
 use object::{Object, ObjectSymbol};
 
 pub use dwarf::{DebugInfo, Frame};
@@ -220,7 +218,7 @@ impl Symbol {
             disc: o & 0xffff,
         };
         for (&o, p) in &self.pos {
-            let r = f.body.entry(loc(o)).or_insert_with(SampleRecord::default);
+            let r = f.body.entry(loc(o)).or_default();
             r.count += p.count;
             for (t, &c) in &p.targets {
                 *r.targets.entry(FunctionId::name(t.as_bytes())).or_default() += c;
