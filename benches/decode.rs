@@ -47,6 +47,8 @@ fn aggregate_capture(c: &mut Criterion) {
             discover: None,
 
             skylake_fix: false,
+
+            keep_kernel_entries: false,
             basic: false,
             pid: None,
             ignore_build_id: false,

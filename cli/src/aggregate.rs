@@ -162,6 +162,7 @@ fn request(args: &Args) -> Result<Request, BoxError> {
         trace_order: Default::default(),
         // fdata is perf2bolt's output; the other formats record the capture as it is.
         skylake_fix: args.format == Format::Fdata,
+        keep_kernel_entries: false,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The `profmill` command line: thin wrappers over `engine`.
 
 mod aggregate;
+mod autofdo;
 mod bat;
 mod demo;
 mod llvm_cl;
@@ -37,6 +38,8 @@ struct Cli {
 enum Command {
     /// Aggregate a perf.data capture into per-binary BOLT profiles.
     Aggregate(aggregate::Args),
+    /// A perf.data capture (LBR) or store and its ELF binary to an AutoFDO sample profile.
+    Autofdo(autofdo::Args),
     /// Generate a synthetic capture of this executable and aggregate it (a quick tour).
     Demo(demo::Args),
     /// Print a capture's samples and mmap events like `perf script -F pid,ip,brstack`.
@@ -112,6 +115,7 @@ fn main() -> ExitCode {
     }
     let result = match Cli::parse().command {
         Command::Aggregate(args) => aggregate::run(args),
+        Command::Autofdo(args) => autofdo::run(args),
         Command::Script(args) => script::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Perf2bolt { args } => perf2bolt::run(&args),

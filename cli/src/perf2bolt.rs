@@ -201,6 +201,7 @@ fn read_capture(
         // Symbolization walks traces by their start.
         trace_order: engine::perf::aggregate::TraceOrder::ByStart,
         skylake_fix: true,
+        keep_kernel_entries: false,
     };
     let input = if o.input == Path::new("-") {
         Input::stream("<stdin>", std::io::stdin())

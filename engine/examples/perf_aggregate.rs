@@ -45,6 +45,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         discover: None,
 
         skylake_fix: false,
+
+        keep_kernel_entries: false,
         basic: false,
         pid: None,
         ignore_build_id: false,

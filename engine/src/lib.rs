@@ -16,6 +16,7 @@
 //! | [`bolt`] | `bolt` | perf2bolt's symbolization into fdata; merge-fdata; the legacy pre-aggregated dialect | [`bolt::write_fdata`], [`bolt::symbolize`], [`bolt::merge_fdata`] |
 //! | [`instrprof`] | `instrprof` | `llvm-profdata merge/show/overlap` of instrumentation profiles | [`instrprof::merge`] |
 //! | [`sampleprof`] | `sampleprof` | `llvm-profdata merge/show/overlap --sample`, conversion between encodings | [`sampleprof::read`], [`sampleprof::merge`], [`sampleprof::write`], [`sampleprof::convert`] |
+//! | [`autofdo`] | `autofdo` | perf.data / store LBR traces + DWARF → AutoFDO sample profiles (`create_llvm_prof`'s rules) | [`autofdo::profile`] |
 //! | [`io`] | always | inputs as bytes, atomic outputs, progress reporting | [`io::write_atomically`], [`io::progress::Progress`] |
 //! | [`error`] | always | the perf and BOLT domains' [`Error`] | [`Error`], [`Result`] |
 //!
@@ -29,6 +30,8 @@
 pub mod error;
 pub mod io;
 
+#[cfg(feature = "autofdo")]
+pub mod autofdo;
 #[cfg(feature = "bolt")]
 pub mod bolt;
 #[cfg(feature = "instrprof")]

@@ -1,6 +1,7 @@
 //! The `profmill` binary's integration tests, linked into one test binary (one module per
 //! area) so that `cargo test` links once instead of once per file.
 
+mod autofdo;
 mod bat;
 mod common;
 mod drop_in_cl;

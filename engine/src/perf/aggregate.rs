@@ -128,6 +128,8 @@ pub struct Tables {
     /// Apply perf2bolt's Skylake workaround to the binaries that have translation tables (and,
     /// before the binaries are known, to every stack).
     skylake_fix: bool,
+    /// See [`Request::keep_kernel_entries`].
+    keep_kernel_entries: bool,
     /// Memory samples (raw pid, pc and data address) of the events `mem_events` flags
     /// (all events when their names are not known yet).
     mem: HashMap<MemKey, u64>,
@@ -283,6 +285,11 @@ impl Tables {
                 };
                 table.traces.add_stack(&stack, skip, &at, &mut self.batch);
                 kernel.get()
+            } else if self.keep_kernel_entries {
+                table
+                    .traces
+                    .add_stack(&stack, |_| false, &at, &mut self.batch);
+                stack.iter().filter(is_kernel).count() as u64
             } else {
                 table
                     .traces
@@ -360,6 +367,10 @@ pub struct Request {
     /// sample (a capture without one is read again without the workaround); perf2bolt starts
     /// at the first one, which differs only when samples of fewer entries come first.
     pub skylake_fix: bool,
+    /// Keep branch entries of the kernel in the chain, as addresses outside the binary (0),
+    /// instead of skipping them (perf2bolt's `--ignore-interrupt-lbr`): AutoFDO's tools do not
+    /// pair a user entry with the next user entry across a kernel entry.
+    pub keep_kernel_entries: bool,
 }
 
 /// One binary's profile, in the binary's own addresses.
@@ -432,6 +443,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
             return Tables {
                 basic: req.basic,
                 skylake_fix: skylake_for_all,
+                keep_kernel_entries: req.keep_kernel_entries,
                 ..Default::default()
             };
         };
@@ -442,6 +454,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
                 basic,
                 mem_events,
                 skylake_fix: req.skylake_fix,
+                keep_kernel_entries: req.keep_kernel_entries,
                 per_binary: presized_tables(&r.binaries, req.threads, side, basic),
                 resolver: Some(r.clone()),
                 ..Default::default()
@@ -450,6 +463,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
                 basic,
                 mem_events,
                 skylake_fix: skylake_for_all,
+                keep_kernel_entries: req.keep_kernel_entries,
                 ..Default::default()
             },
         }

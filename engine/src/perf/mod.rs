@@ -36,6 +36,7 @@
 //!     discover: None,
 
 //!     skylake_fix: false,
+//!     keep_kernel_entries: false,
 //!     basic: false,
 //!     pid: None,
 //!     ignore_build_id: false,

@@ -20,6 +20,8 @@ fn profiles(
         discover: None,
 
         skylake_fix: false,
+
+        keep_kernel_entries: false,
         basic,
         pid: None,
         ignore_build_id: false,

@@ -1,0 +1,290 @@
+//! `profmill autofdo --style autofdo`: perf.data (LBR) or a store + the ELF binary → an LLVM
+//! sample profile equal to `create_llvm_prof`'s (AutoFDO 0.19) after both go through
+//! `llvm-profdata-19 merge --sample --text`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+use testsupport::*;
+
+/// `llvm-profdata-19 merge --sample --text IN -o OUT`, read back.
+fn normalized(input: &Path) -> String {
+    let out = input.with_extension("norm.txt");
+    run_ok(
+        Command::new(LLVM_PROFDATA_19)
+            .args(["merge", "--sample", "--text"])
+            .arg(input)
+            .arg("-o")
+            .arg(&out),
+    );
+    String::from_utf8(std::fs::read(&out).unwrap()).unwrap()
+}
+
+/// The placeholder for an inlined callee name that create_llvm_prof 0.19 printed as garbage.
+const GARBLED: &str = "@garbled@";
+
+/// create_llvm_prof 0.19 (Debian) prints some inlined callees' names from freed memory: a
+/// callsite line ` LOC: NAME:TOTAL` whose NAME has bytes outside printable ASCII gets
+/// [`GARBLED`] instead. Returns the cleaned text and how many names were replaced.
+fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut replaced = 0;
+    for line in bytes.split(|&b| b == b'\n') {
+        let printable = line.iter().all(|&b| (0x20..0x7f).contains(&b));
+        let indent = line.iter().take_while(|&&b| b == b' ').count();
+        let colon = line.iter().position(|&b| b == b':');
+        let last = line.iter().rposition(|&b| b == b':');
+        match (printable, colon, last) {
+            (false, Some(c), Some(l)) if indent > 0 && c + 2 < l => {
+                out.extend_from_slice(&line[..c + 2]);
+                out.extend_from_slice(GARBLED.as_bytes());
+                out.extend_from_slice(&line[l..]);
+                replaced += 1;
+            }
+            _ => out.extend_from_slice(line),
+        }
+        out.push(b'\n');
+    }
+    out.pop();
+    (out, replaced)
+}
+
+/// Line by line equality, where a [`GARBLED`] name of create_llvm_prof matches any name.
+fn assert_equal_but_garbled(ours: &str, theirs: &str) {
+    let (o, t): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(
+        o.len(),
+        t.len(),
+        "line counts differ:\n{}",
+        diff_hint(&o, &t)
+    );
+    for (i, (a, b)) in o.iter().zip(&t).enumerate() {
+        let same = a == b
+            || b.split_once(GARBLED).is_some_and(|(head, tail)| {
+                a.starts_with(head) && a.ends_with(tail) && a.len() > head.len() + tail.len()
+            });
+        assert!(same, "line {}: ours `{a}`, create_llvm_prof `{b}`", i + 1);
+    }
+}
+
+fn diff_hint(o: &[&str], t: &[&str]) -> String {
+    let i = o
+        .iter()
+        .zip(t)
+        .position(|(a, b)| a != b)
+        .unwrap_or(o.len().min(t.len()));
+    format!(
+        "first difference at line {}: ours {:?}, create_llvm_prof {:?}",
+        i + 1,
+        o.get(i),
+        t.get(i)
+    )
+}
+
+fn have_tools() -> bool {
+    have_tool(CREATE_LLVM_PROF) && have_tool(LLVM_PROFDATA_19)
+}
+
+/// `create_llvm_prof --format=text`.
+fn create_llvm_prof(binary: &Path, profile: &Path, out: &Path) {
+    run_ok(
+        Command::new(CREATE_LLVM_PROF)
+            .arg("--format=text")
+            .arg(format!("--binary={}", binary.display()))
+            .arg(format!("--profile={}", profile.display()))
+            .arg(format!("--out={}", out.display()))
+            .arg("--logtostderr"),
+    );
+}
+
+/// `profmill autofdo --style autofdo --format text`.
+fn ours(binary: &Path, profile: &Path, out: &Path) {
+    run_ok(
+        profmill()
+            .args(["autofdo", "--style", "autofdo", "--format", "text", "-b"])
+            .arg(binary)
+            .arg("-p")
+            .arg(profile)
+            .arg("-o")
+            .arg(out),
+    );
+}
+
+/// autofdo's test.lbr: equal to create_llvm_prof 0.19 line for line, counts, heads, totals
+/// and call targets included. The one difference, named: create_llvm_prof prints the names
+/// of the five inlined callees of this profile from freed memory (binary garbage), where we
+/// print the DWARF names (`deflate_fast`, `gen_bitlen`, …).
+#[test]
+fn test_lbr_equals_create_llvm_prof_but_its_garbled_inline_names() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The capture mapped its binary as `/export/hda3/tmp/test.binary`.
+    let binary = dir.path().join("test.binary");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
+    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let theirs = dir.path().join("theirs.txt");
+    create_llvm_prof(&binary, &capture, &theirs);
+    let (clean, garbled) = ungarble(&std::fs::read(&theirs).unwrap());
+    // Freed memory: how many of the five inline names come out garbled varies from run to run.
+    assert!(garbled <= 5, "{garbled} garbled names");
+    let clean_path = dir.path().join("theirs-clean.txt");
+    std::fs::write(&clean_path, clean).unwrap();
+    let mine = dir.path().join("ours.txt");
+    ours(&binary, &capture, &mine);
+    let (o, t) = (normalized(&mine), normalized(&clean_path));
+    assert!(
+        o.starts_with("longest_match:1751414:1548\n"),
+        "{}",
+        &o[..80]
+    );
+    assert_equal_but_garbled(&o, &t);
+
+    // The same through a profile store, but for one range. Named difference: a store keeps
+    // perf2bolt's traces, which skip kernel entries (--ignore-interrupt-lbr), while from a
+    // capture we break the chain at a kernel entry as create_llvm_prof does; test.lbr has one
+    // sample where this makes a 4-byte range in longest_match.
+    let store = dir.path().join("p.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let from_store = dir.path().join("store.txt");
+    ours(&binary, &store, &from_store);
+    let s = normalized(&from_store);
+    let differing: Vec<(&str, &str)> = s.lines().zip(o.lines()).filter(|(a, b)| a != b).collect();
+    assert_eq!(s.lines().count(), o.lines().count());
+    assert_eq!(
+        differing,
+        [
+            ("longest_match:1751410:1548", "longest_match:1751414:1548"),
+            (" 82: 22414", " 82: 22415")
+        ],
+        "store input"
+    );
+}
+
+const PROGRAM_C: &str = r#"
+#include <stdio.h>
+static inline int sq(int x) { return x * x; }
+static inline int mix(int x) { int s = 0; for (int i = 0; i < (x & 31); i++) s += (i & 1) ? sq(i) : i ^ x; return s; }
+__attribute__((noinline)) int pick(int x) { switch (x & 7) { case 0: return x + 1; case 1: return x * 3; case 2: return mix(x); case 3: return x - 7; default: return sq(x); } }
+__attribute__((noinline)) int walk(int n) { int t = 0; for (int i = 0; i < n; i++) { t += pick(i) + mix(i); if (t > 100000) t -= 99999; } return t; }
+int main(int argc, char **argv) { printf("%d\n", walk(argc * 300000)); return 0; }
+"#;
+
+/// The test program built by clang-19 with `extra` flags.
+fn clang_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    std::fs::write(dir.join("prog.c"), PROGRAM_C).unwrap();
+    let out = dir.join(name);
+    run_ok(
+        Command::new(CLANG_19)
+            .args([
+                "-O2",
+                "-Wl,--build-id",
+                "-fno-pie",
+                "-no-pie",
+                "prog.c",
+                "-o",
+            ])
+            .arg(&out)
+            .args(extra)
+            .current_dir(dir),
+    );
+    out
+}
+
+/// A clang-19 `-O2 -g -fdebug-info-for-profiling` program (inlined callees, loops with
+/// discriminators, a switch) and a generated LBR capture of it. Named difference, not yet
+/// explained: here our profile and create_llvm_prof's differ (function totals, heads and some
+/// lines; e.g. `pick` 35592736/1510 against 34962812/1481 with one generated capture). This
+/// test records that both tools convert the capture and that the outputs still differ; when
+/// they become equal, turn it into an equality test (docs/autofdo.md).
+#[test]
+fn clang_program_differs_from_create_llvm_prof_not_yet_explained() {
+    if !have_tools() || !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // DWARF 4: create_llvm_prof 0.19 does not read DWARF 5.
+    let binary = clang_program(
+        dir.path(),
+        "prog",
+        &["-g", "-gdwarf-4", "-fdebug-info-for-profiling"],
+    );
+    let capture = dir.path().join("perf.data");
+    generate_capture(&capture, &[&binary], 2, 20_000, false, 7);
+    let theirs = dir.path().join("theirs.txt");
+    create_llvm_prof(&binary, &capture, &theirs);
+    let mine = dir.path().join("ours.txt");
+    ours(&binary, &capture, &mine);
+    let (clean, _) = ungarble(&std::fs::read(&theirs).unwrap());
+    let clean_path = dir.path().join("theirs-clean.txt");
+    std::fs::write(&clean_path, clean).unwrap();
+    let (o, t) = (normalized(&mine), normalized(&clean_path));
+    let names = |p: &str| -> Vec<String> {
+        let mut v: Vec<String> = p
+            .lines()
+            .filter(|l| !l.starts_with(' '))
+            .map(|l| l.split(':').next().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert!(names(&o).contains(&"pick".to_string()), "{o}");
+    assert!(names(&t).contains(&"pick".to_string()), "{t}");
+    assert_ne!(o, t, "now equal: make this an equality test");
+}
+
+/// Clear errors: no debug information, the llvm-profgen style, a capture of another binary.
+#[test]
+fn errors_are_clear() {
+    if !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plain = clang_program(dir.path(), "plain", &[]);
+    let capture = dir.path().join("perf.data");
+    generate_capture(&capture, &[&plain], 1, 1000, false, 3);
+    let out = dir.path().join("out.txt");
+    let fail = |args: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut cmd = profmill();
+        cmd.arg("autofdo");
+        for a in args {
+            cmd.arg(a);
+        }
+        let o = run(&mut cmd);
+        assert!(!o.status.success());
+        assert!(!out.exists());
+        String::from_utf8(o.stderr).unwrap()
+    };
+    let e = fail(&[
+        &"--style", &"autofdo", &"-b", &plain, &"-p", &capture, &"-o", &out,
+    ]);
+    assert!(e.contains("no debug information"), "{e}");
+    let e = fail(&[
+        &"--style",
+        &"llvm-profgen",
+        &"-b",
+        &plain,
+        &"-p",
+        &capture,
+        &"-o",
+        &out,
+    ]);
+    assert!(e.contains("not implemented yet"), "{e}");
+    let e = fail(&[&"-b", &plain, &"-p", &capture, &"-o", &out]);
+    assert!(e.contains("not implemented yet"), "{e}");
+    let other = clang_program(dir.path(), "other", &["-g", "-DOTHER=1"]);
+    let e = fail(&[
+        &"--style", &"autofdo", &"-b", &other, &"-p", &capture, &"-o", &out,
+    ]);
+    assert!(e.contains("other"), "{e}");
+}

@@ -1,0 +1,422 @@
+//! perf.data (LBR) → AutoFDO sample profiles: a binary's LBR traces (from
+//! [`aggregate`](crate::perf::aggregate()) or a profile store) symbolized with its DWARF line
+//! table and inline stacks into an LLVM sample [`Profile`], which
+//! [`sampleprof::write`](crate::sampleprof::write) writes in any encoding.
+//!
+//! [`Style::Autofdo`] is `create_llvm_prof`'s conversion (AutoFDO 0.19, the Debian package):
+//! every byte of a fall-through range counts, a line's count is the maximum over its bytes,
+//! totals are sums over bytes, heads and call targets come from branches to a function's
+//! first byte. What is exact and what is not is in docs/autofdo.md.
+
+mod dwarf;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use formats::bolt::preagg::BR_ONLY;
+use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
+use object::{Object, ObjectSymbol};
+
+pub use dwarf::{DebugInfo, Frame};
+
+use crate::error::{Error, Result};
+use crate::perf::aggregate::BinaryProfile;
+
+/// Whose conversion rules to follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Style {
+    /// `create_llvm_prof` (google/autofdo 0.19).
+    #[default]
+    Autofdo,
+    /// `llvm-profgen` (not implemented yet).
+    LlvmProfgen,
+}
+
+/// `create_llvm_prof`'s `--sample_threshold_frac` default.
+const SAMPLE_THRESHOLD_FRAC: f64 = 0.000005;
+/// `create_llvm_prof`'s smallest threshold.
+const MIN_SAMPLES: i64 = 10;
+/// autofdo drops fall-through ranges longer than this ("Bogus LBR data").
+const MAX_RANGE: u64 = 1 << 20;
+
+/// A binary loaded for symbolization: its function symbols and DWARF.
+pub struct Binary {
+    /// start address → (name, size); the first symbol at an address names it.
+    symbols: BTreeMap<u64, (Arc<str>, u64)>,
+    /// first name at an address → the other names there.
+    aliases: BTreeMap<Arc<str>, Vec<Arc<str>>>,
+    debug: DebugInfo,
+}
+
+impl Binary {
+    /// Reads the function symbols and DWARF of the ELF file at `path`.
+    pub fn load(path: &Path) -> Result<Binary> {
+        let data = std::fs::read(path).map_err(crate::error::io_error(path))?;
+        Self::parse(path, &data)
+    }
+
+    /// [`Binary::load`] of a file already in memory.
+    pub fn parse(path: &Path, data: &[u8]) -> Result<Binary> {
+        let bad = |message: String| Error::Binary {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file = object::File::parse(data).map_err(|e| bad(format!("not an ELF file: {e}")))?;
+        let mut symbols: BTreeMap<u64, (Arc<str>, u64)> = BTreeMap::new();
+        let mut aliases: BTreeMap<Arc<str>, Vec<Arc<str>>> = BTreeMap::new();
+        let table: Vec<_> = if file.symbol_table().is_some() {
+            file.symbols().collect()
+        } else {
+            file.dynamic_symbols().collect()
+        };
+        for s in table {
+            if s.kind() != object::SymbolKind::Text || s.is_undefined() || s.size() == 0 {
+                continue;
+            }
+            let Ok(name) = s.name_bytes() else { continue };
+            let name: Arc<str> = String::from_utf8_lossy(name).into();
+            match symbols.entry(s.address()) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert((name, s.size()));
+                }
+                std::collections::btree_map::Entry::Occupied(o) => {
+                    let first = o.get().0.clone();
+                    if first != name {
+                        aliases.entry(first).or_default().push(name);
+                    }
+                }
+            }
+        }
+        if symbols.is_empty() {
+            return Err(bad("no function symbols (is it stripped?)".into()));
+        }
+        let debug = DebugInfo::parse(data).map_err(bad)?;
+        Ok(Binary {
+            symbols,
+            aliases,
+            debug,
+        })
+    }
+
+    /// The function containing `a`: (start, name, end).
+    fn function_at(&self, a: u64) -> Option<(u64, &Arc<str>, u64)> {
+        let (&start, (name, size)) = self.symbols.range(..=a).next_back()?;
+        (a < start + size).then_some((start, name, start + size))
+    }
+
+    /// The binary's DWARF.
+    pub fn debug_info(&self) -> &DebugInfo {
+        &self.debug
+    }
+}
+
+/// autofdo's `GetOriginalName`: the name up to its first '.'.
+fn original_name(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// autofdo's `SourceInfo::Offset` with LLVM's discriminator encoding:
+/// `(line - start_line) << 16 | base discriminator`, in 32 bits.
+fn offset(f: &Frame) -> u32 {
+    (f.line.wrapping_sub(f.start_line) << 16) | base_discriminator(f.discriminator)
+}
+
+/// LLVM's `getUnsignedFromPrefixEncoding`: one component of an encoded discriminator.
+fn prefix_decoded(u: u32) -> u32 {
+    if u & 1 != 0 {
+        return 0;
+    }
+    let u = u >> 1;
+    if u & 0x20 != 0 {
+        ((u >> 1) & 0xfe0) | (u & 0x1f)
+    } else {
+        u & 0x1f
+    }
+}
+
+/// LLVM's `DILocation::getBaseDiscriminatorFromDiscriminator` (not FS-AFDO).
+fn base_discriminator(d: u32) -> u32 {
+    prefix_decoded(d)
+}
+
+/// LLVM's `DILocation::getDuplicationFactorFromDiscriminator`.
+fn duplication_factor(d: u32) -> u64 {
+    let next = if d & 1 == 0 {
+        d >> if d & 0x40 != 0 { 14 } else { 7 }
+    } else {
+        d >> 1
+    };
+    u64::from(prefix_decoded(next).max(1))
+}
+
+#[derive(Clone, Debug, Default)]
+struct Pos {
+    count: u64,
+    targets: BTreeMap<String, u64>,
+}
+
+/// autofdo's `Symbol`.
+#[derive(Clone, Debug, Default)]
+struct Symbol {
+    total: u64,
+    head: u64,
+    pos: BTreeMap<u32, Pos>,
+    callsites: BTreeMap<(u32, Arc<str>), Symbol>,
+}
+
+impl Symbol {
+    fn merge(&mut self, other: &Symbol) {
+        self.total += other.total;
+        self.head += other.head;
+        for (o, p) in &other.pos {
+            let mine = self.pos.entry(*o).or_default();
+            mine.count += p.count;
+            for (t, c) in &p.targets {
+                *mine.targets.entry(t.clone()).or_default() += c;
+            }
+        }
+        for (k, s) in &other.callsites {
+            self.callsites.entry(k.clone()).or_default().merge(s);
+        }
+    }
+
+    /// autofdo's `TraverseInlineStack`: the symbol of the innermost frame, adding `count` to
+    /// every total on the way.
+    fn traverse(&mut self, stack: &[Frame], count: u64) -> &mut Symbol {
+        self.total += count;
+        let mut s = self;
+        for i in (1..stack.len()).rev() {
+            s = s
+                .callsites
+                .entry((offset(&stack[i]), stack[i - 1].name.clone()))
+                .or_default();
+            s.total += count;
+        }
+        s
+    }
+
+    /// autofdo's `AddSourceCount` with `MAX`.
+    fn add_source_count(&mut self, stack: &[Frame], count: u64) {
+        // `Malformed`: the line is before the function's declaration.
+        if stack.is_empty() || stack[0].line < stack[0].start_line {
+            return;
+        }
+        let s = self.traverse(stack, count);
+        let p = s.pos.entry(offset(&stack[0])).or_default();
+        p.count = p.count.max(count);
+    }
+
+    fn to_samples(&self, top: bool) -> FunctionSamples {
+        let mut f = FunctionSamples {
+            total: self.total,
+            head: if top { self.head } else { 0 },
+            ..Default::default()
+        };
+        let loc = |o: u32| LineLocation {
+            line: o >> 16,
+            disc: o & 0xffff,
+        };
+        for (&o, p) in &self.pos {
+            let r = f.body.entry(loc(o)).or_default();
+            r.count += p.count;
+            for (t, &c) in &p.targets {
+                *r.targets.entry(FunctionId::name(t.as_bytes())).or_default() += c;
+            }
+        }
+        for ((o, name), s) in &self.callsites {
+            let callee = f.callee_mut(loc(*o), FunctionId::name(name.as_bytes()));
+            let inner = s.to_samples(false);
+            callee.merge(&inner, 1).ok();
+        }
+        f
+    }
+}
+
+/// What [`profile`] found, beside the profile.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Distinct fall-through ranges kept.
+    pub ranges: usize,
+    /// Distinct branches kept.
+    pub branches: usize,
+    /// Σ count × length of the kept ranges (autofdo's total count).
+    pub total_count: u64,
+    /// Functions whose profile passed the threshold.
+    pub functions: usize,
+}
+
+#[derive(Default)]
+struct FunctionMaps {
+    start: u64,
+    end: u64,
+    ranges: BTreeMap<(u64, u64), u64>,
+    branches: BTreeMap<(u64, u64), u64>,
+}
+
+/// The sample profile of `binary` from its LBR traces, in `style`. Fails when the style is
+/// not implemented or the traces hold no range in the binary.
+pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<(Profile, Report)> {
+    if style == Style::LlvmProfgen {
+        return Err(Error::Mismatch(
+            "--style llvm-profgen is not implemented yet (use --style autofdo)".into(),
+        ));
+    }
+    // autofdo's sample reader: ranges [to of entry i, from of entry i-1], branches.
+    let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for &((branch, from, to), c) in &traces.traces {
+        let n = c.taken;
+        if n == 0 || from == 0 {
+            continue;
+        }
+        if to == BR_ONLY {
+            if branch != 0 {
+                *branches.entry((branch, from)).or_default() += n;
+            }
+            continue;
+        }
+        if to < from || to - from > MAX_RANGE {
+            continue;
+        }
+        *ranges.entry((from, to)).or_default() += n;
+        if branch != 0 {
+            *branches.entry((branch, from)).or_default() += n;
+        }
+    }
+    if ranges.is_empty() {
+        return Err(Error::Mismatch(
+            "no LBR sample falls in the binary (is it the profiled binary, and was the capture recorded with -b?)".into(),
+        ));
+    }
+    let total_count: u64 = ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum();
+    let threshold = ((total_count as f64 * SAMPLE_THRESHOLD_FRAC) as i64).max(MIN_SAMPLES) as u64;
+
+    let mut maps: BTreeMap<Arc<str>, FunctionMaps> = BTreeMap::new();
+    fn maps_of<'m>(
+        maps: &'m mut BTreeMap<Arc<str>, FunctionMaps>,
+        binary: &Binary,
+        a: u64,
+    ) -> Option<&'m mut FunctionMaps> {
+        let (start, name, end) = binary.function_at(a)?;
+        Some(maps.entry(name.clone()).or_insert_with(|| FunctionMaps {
+            start,
+            end,
+            ..Default::default()
+        }))
+    }
+    for (&r, &n) in &ranges {
+        if let Some(m) = maps_of(&mut maps, binary, r.0) {
+            *m.ranges.entry(r).or_default() += n;
+        }
+    }
+    for (&b, &n) in &branches {
+        if let Some(m) = maps_of(&mut maps, binary, b.0) {
+            *m.branches.entry(b).or_default() += n;
+        }
+    }
+    let aggregated =
+        |m: &FunctionMaps| -> u64 { m.ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum() };
+    // The symbols to emit (aliases share them): name → symbol.
+    let mut symbols: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
+    for (name, m) in &maps {
+        if aggregated(m) > threshold {
+            symbols.insert(name.clone(), Symbol::default());
+        }
+    }
+    let emitted: Vec<Arc<str>> = symbols.keys().cloned().collect();
+    let mut heads: BTreeMap<Arc<str>, u64> = BTreeMap::new();
+    for name in &emitted {
+        let m = &maps[name];
+        let mut sym = std::mem::take(symbols.get_mut(name).expect("emitted"));
+        // The instruction map: every byte's inline stack, each seen with count 0.
+        let stacks: Vec<Vec<Frame>> = (m.start..m.end)
+            .map(|a| binary.debug.inline_stack(a))
+            .collect();
+        for s in &stacks {
+            sym.add_source_count(s, 0);
+        }
+        let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+        for (&(b, e), &n) in &m.ranges {
+            for a in b.max(m.start)..=e.min(m.end - 1) {
+                *counts.entry(a).or_default() += n;
+            }
+        }
+        for (&a, &n) in &counts {
+            let s = &stacks[(a - m.start) as usize];
+            if !s.is_empty() {
+                sym.add_source_count(s, n * duplication_factor(s[0].discriminator));
+            }
+        }
+        for (&(from, to), &n) in &m.branches {
+            if from < m.start || from >= m.end {
+                continue;
+            }
+            let Some((callee, _)) = binary.symbols.get(&to) else {
+                continue;
+            };
+            if !symbols.contains_key(callee) {
+                continue;
+            }
+            *heads.entry(callee.clone()).or_default() += n;
+            let s = &stacks[(from - m.start) as usize];
+            if s.is_empty() || s[0].line < s[0].start_line {
+                continue;
+            }
+            let inner = sym.traverse(s, 0);
+            inner
+                .pos
+                .entry(offset(&s[0]))
+                .or_default()
+                .targets
+                .insert(original_name(callee).to_string(), n);
+        }
+        symbols.insert(name.clone(), sym);
+    }
+    for (name, h) in heads {
+        if let Some(s) = symbols.get_mut(&name) {
+            s.head += h;
+        }
+    }
+    // Aliases share their symbol.
+    let mut named: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
+    for (name, sym) in symbols {
+        for alias in binary.aliases.get(&name).into_iter().flatten() {
+            named.insert(alias.clone(), sym.clone());
+        }
+        named.insert(name, sym);
+    }
+    // `SymbolMap::Merge`: `foo.cold`, `foo.part.0`… into `foo`.
+    let dotted: Vec<Arc<str>> = named.keys().filter(|n| n.contains('.')).cloned().collect();
+    for name in dotted {
+        let sym = named.remove(&name).expect("present");
+        let original: Arc<str> = original_name(&name).into();
+        named.entry(original).or_default().merge(&sym);
+    }
+    let mut out = Profile::default();
+    let mut functions = 0;
+    for (name, sym) in &named {
+        if sym.total <= threshold {
+            continue;
+        }
+        functions += 1;
+        out.functions.insert(
+            Context::Plain(FunctionId::name(name.as_bytes())),
+            sym.to_samples(true),
+        );
+    }
+    if out.functions.is_empty() {
+        return Err(Error::Mismatch(format!(
+            "no function of the binary has more than {threshold} samples, or none has line information"
+        )));
+    }
+    Ok((
+        out,
+        Report {
+            ranges: ranges.len(),
+            branches: branches.len(),
+            total_count,
+            functions,
+        },
+    ))
+}
