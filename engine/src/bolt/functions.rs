@@ -244,10 +244,7 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
         })
         .collect();
     symbols.sort_by_key(|s| s.address());
-    let parents: std::collections::HashSet<&str> = symbols
-        .iter()
-        .filter_map(|s| fragment_parent(s.name().ok()?))
-        .collect();
+    let parents = fragment_parents(file);
     // BOLT's `NameResolver`: one counter per name, alternative names included.
     let mut counts: HashMap<String, u32> = HashMap::new();
     let mut uniquify = |name: String| {
@@ -270,7 +267,7 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
         if sym.kind() != SymbolKind::Text || !in_code(sym.address()) {
             continue;
         }
-        let split = fragment_parent(name).is_some() || parents.contains(name);
+        let split = fragment_parent(name).is_some() || parents.contains(&sym.address());
         match functions.last_mut() {
             Some(f) if f.address == sym.address() => {
                 f.size = f.size.max(sym.size());
@@ -291,13 +288,102 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
     functions
 }
 
-/// The parent's name if `name` is a compiler-made cold fragment (`foo.cold`, `foo.cold.1`).
+/// The parent's name if `name` is a split-off fragment (`foo.cold`, `foo.cold.1`, `foo.warm`):
+/// BOLT's `FunctionFragmentTemplate`.
 fn fragment_parent(name: &str) -> Option<&str> {
-    let (parent, suffix) = name.rsplit_once(".cold")?;
-    let numbered = suffix
-        .strip_prefix('.')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    (suffix.is_empty() || numbered).then_some(parent)
+    [".cold", ".warm"].into_iter().find_map(|mark| {
+        let (parent, suffix) = name.rsplit_once(mark)?;
+        let numbered = suffix
+            .strip_prefix('.')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        (suffix.is_empty() || numbered).then_some(parent)
+    })
+}
+
+/// The addresses of the functions that have fragments, each fragment's parent found as BOLT's
+/// `registerFragments` finds it: the one global, or the one local, of the parent's name; when
+/// that is ambiguous (locals of the same name in several files), the local of the fragment's
+/// own file — the symbol right after the fragment's (where BOLT puts the fragments it
+/// splits off), else any of that file's locals — and failing that the global. Other functions
+/// of the parent's name are not split: BOLT builds their CFGs.
+fn fragment_parents(file: &object::File) -> std::collections::HashSet<u64> {
+    struct Sym<'a> {
+        name: &'a str,
+        global: bool,
+        file: bool,
+        address: u64,
+    }
+    let table: Vec<Sym> = file
+        .symbols()
+        .map(|s| Sym {
+            name: s.name().unwrap_or_default(),
+            global: s.is_global() || s.is_weak(),
+            file: s.kind() == SymbolKind::File,
+            address: s.address(),
+        })
+        .collect();
+    let mut globals: HashMap<&str, u64> = HashMap::new();
+    let mut locals: HashMap<&str, (u32, u64)> = HashMap::new();
+    for s in table.iter().filter(|s| !s.file && !s.name.is_empty()) {
+        if s.global {
+            globals.entry(s.name).or_insert(s.address);
+        } else {
+            let e = locals.entry(s.name).or_insert((0, s.address));
+            e.0 += 1;
+        }
+    }
+    let mut parents = std::collections::HashSet::new();
+    for (i, s) in table.iter().enumerate() {
+        let Some(parent) = fragment_parent(s.name).filter(|_| !s.file) else {
+            continue;
+        };
+        let global = globals.get(parent).copied();
+        let (local_count, only_local) = locals.get(parent).copied().unwrap_or((0, 0));
+        let address = match global {
+            None if local_count == 1 => Some(only_local),
+            Some(g) if local_count == 0 || s.global => Some(g),
+            _ => local_parent_in_file(&table, i, parent, |t| (t.name, t.file, t.global, t.address))
+                .or(global),
+        };
+        parents.extend(address);
+    }
+    parents
+}
+
+/// BOLT's search for an ambiguous fragment's local parent in the fragment's own file (the
+/// symbols between its `STT_FILE` and the next one, or the end of the locals).
+fn local_parent_in_file<T>(
+    table: &[T],
+    fragment: usize,
+    parent: &str,
+    fields: impl Fn(&T) -> (&str, bool, bool, u64),
+) -> Option<u64> {
+    let file_start = table[..fragment].iter().rposition(|t| fields(t).1)?;
+    if fields(&table[file_start]).0 == "bolt-pseudo.o" {
+        // BOLT's own file symbol for local fragments of global parents.
+        return None;
+    }
+    let stop = table[fragment..]
+        .iter()
+        .position(|t| {
+            let (_, is_file, global, _) = fields(t);
+            is_file || global
+        })
+        .map_or(table.len(), |p| fragment + p);
+    for t in &table[fragment..stop] {
+        let (name, _, _, address) = fields(t);
+        if name == parent {
+            return Some(address);
+        }
+        if !name.starts_with(parent) {
+            break;
+        }
+    }
+    table[file_start + 1..stop]
+        .iter()
+        .map(&fields)
+        .find(|&(name, ..)| name == parent)
+        .map(|(.., address)| address)
 }
 
 /// BOLT's "functions marked by FDE" (after the symbols and the PLT): an FDE starting neither
