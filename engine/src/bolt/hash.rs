@@ -192,7 +192,7 @@ fn classify<'t>(
     v: Llvm,
 ) -> Result<Hashed<'t>, String> {
     let form = x86::form(ins).ok_or_else(|| format!("{:?} is not in the table", ins.code()))?;
-    let (mut name, ops, mnemonic) = form.of(v);
+    let (mut name, ops, mut mnemonic) = form.of(v);
     let mut skipped = false;
     let mut conditional = false;
     match ins.flow_control() {
@@ -210,11 +210,14 @@ fn classify<'t>(
             } else {
                 // A tail call: BOLT rewrites it to the 4-byte form and keeps it.
                 name = "JMP_4";
+                mnemonic = "jmp";
             }
         }
         FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
-            // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes.
+            // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
+            // asm string is `jmp{l}\t{*}$dst`).
             name = if form.mem { "JMP32m" } else { "JMP32r" };
+            mnemonic = "jmpl*";
         }
         _ => {}
     }
@@ -247,6 +250,8 @@ fn operand(ctx: &Context, ins: &Instruction, op: McOp, v: Llvm, out: &mut Vec<u8
         McOp::MemDisp if ins.is_ip_rel_memory_operand() => {
             data_reference(ctx, ins.ip_rel_memory_address(), out)
         }
+        // An absolute jump-table address: BOLT puts the table's label there.
+        McOp::MemDisp if ctx.jump_tables.contains(&ins.memory_displacement64()) => {}
         McOp::MemDisp => push_integer(out, ins.memory_displacement64()),
         McOp::MemSeg => push_integer(out, reg(ins.segment_prefix())),
         McOp::Target | McOp::Unknown => {}

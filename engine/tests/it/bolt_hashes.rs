@@ -238,9 +238,5 @@ fn hashes_equal_perf2bolt_22_yaml() {
     );
     assert!(total.1 > 0 && total.3 > 0, "perf2bolt wrote no hashes");
     assert_eq!(total.0, total.1, "function hashes differ");
-    // Block hashes: work in progress. On these 6 programs 57 of 89 are equal; every offset
-    // part is, the rest differ in the mnemonic-set part (11 blocks: mnemonics read from
-    // printed text, not LLVM's asm strings), the operand part (21: relocated immediates,
-    // symbol addends) and the neighbour parts (14: jump-table edge order). Not worse than that.
-    assert!(total.2 * 100 >= total.3 * 60, "block hashes regressed");
+    assert_eq!(total.2, total.3, "block hashes differ");
 }
