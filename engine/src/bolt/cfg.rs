@@ -467,7 +467,12 @@ fn add_edges(
                 Kind::IndirectJump(Dispatch::Table(table)) => &tables[*table],
                 _ => continue,
             };
-            successors[b].extend(targets.iter().filter_map(|&t| block_at(t)));
+            // BOLT sorts and dedups its (branch offset, target offset) pairs before adding the
+            // edges: a jump table's targets come in offset order, each once.
+            let mut to: Vec<usize> = targets.iter().filter_map(|&t| block_at(t)).collect();
+            to.sort_unstable();
+            to.dedup();
+            successors[b].extend(to);
         }
     }
     for (block, s) in blocks.iter_mut().zip(successors) {

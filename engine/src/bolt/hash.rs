@@ -6,13 +6,19 @@
 //!   block's instructions, unconditional jumps left out (they follow the layout), conditional
 //!   branches under their short opcode (`JCC_1`) whatever their encoding;
 //! * block hash: `offset[0:16] | opcodes[16:32] | instructions[32:48] | predecessors[48:56] |
-//!   successors[56:64]`, where `opcodes` hashes the sorted set of the block's AT&T mnemonics
-//!   (no-ops and unconditional jumps left out, conditional branches all "JMP"),
+//!   successors[56:64]`, where `opcodes` hashes the sorted set of the block's mnemonics as
+//!   LLVM's `getMnemonic` gives them (`callq*`, not the printed `callq`; no-ops and
+//!   unconditional jumps left out, conditional branches all "JMP"),
 //!   `instructions` the opcode names with their operands (registers as LLVM numbers them,
-//!   immediates, data addresses; not code addresses), and the neighbours fold their
-//!   `opcodes` hash with LLVM's `hash_16_bytes`.
+//!   immediates, data addresses; not code addresses nor jump tables; an immediate that a
+//!   static relocation covers as its symbol), and the neighbours fold their `opcodes` hash
+//!   with LLVM's `hash_16_bytes`, in BOLT's edge order (taken branches sorted by source and
+//!   target offset, deduplicated, then the fall-through).
+//!
+//! Tested equal to perf2bolt 22's YAML and to the BAT sections of llvm-bolt 19 and 22 on every
+//! block of the test programs (`engine/tests/it/bolt_hashes.rs`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
 use xxhash_rust::xxh3::xxh3_64;
@@ -31,6 +37,50 @@ pub struct Context<'a> {
     pub objects: &'a DataObjects,
     /// Start addresses of the jump tables found.
     pub jump_tables: &'a BTreeSet<u64>,
+    /// The static relocations of code sections (binaries linked with `--emit-relocs`, which
+    /// llvm-bolt rewrites in relocation mode), by the address of the field they patch.
+    pub relocations: &'a BTreeMap<u64, Relocation>,
+}
+
+/// A static relocation, as far as the hashes need it.
+#[derive(Clone, Copy, Debug)]
+pub struct Relocation {
+    /// The address of the symbol it refers to; `None` for an undefined symbol.
+    pub symbol: Option<u64>,
+    /// The relocation's addend.
+    pub addend: i64,
+}
+
+/// The static relocations of the executable sections of the ELF file `data`.
+pub fn relocations(data: &[u8]) -> BTreeMap<u64, Relocation> {
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind};
+    let mut out = BTreeMap::new();
+    let Ok(file) = object::File::parse(data) else {
+        return out;
+    };
+    for section in file.sections() {
+        if section.kind() != SectionKind::Text {
+            continue;
+        }
+        for (offset, r) in section.relocations() {
+            let symbol = match r.target() {
+                RelocationTarget::Symbol(i) => match file.symbol_by_index(i) {
+                    Ok(sym) if !sym.is_undefined() => Some(sym.address()),
+                    _ => None,
+                },
+                _ => continue,
+            };
+            // In an executable, `r_offset` is already the address.
+            out.insert(
+                offset,
+                Relocation {
+                    symbol,
+                    addend: r.addend(),
+                },
+            );
+        }
+    }
+    out
 }
 
 /// A function's hashes.
@@ -120,8 +170,16 @@ pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes,
         }
         out.names.extend_from_slice(h.name.as_bytes());
         out.full.extend_from_slice(h.name.as_bytes());
+        let offsets = decoder.get_constant_offsets(&ins);
+        let reloc_at = |has: bool, at: usize| {
+            has.then(|| ctx.relocations.get(&(ins.ip() + at as u64)))
+                .flatten()
+        };
+        // Only immediates: a PC-relative displacement hashes as without relocations (the
+        // BAT test checks both against llvm-bolt in relocation mode).
+        let reloc = reloc_at(offsets.has_immediate(), offsets.immediate_offset());
         for op in h.ops {
-            operand(ctx, h.ins, *op, v, &mut out.full);
+            operand(ctx, h.ins, *op, v, reloc, &mut out.full);
         }
         if h.conditional {
             out.mnemonics.insert("JMP");
@@ -192,7 +250,7 @@ fn classify<'t>(
     v: Llvm,
 ) -> Result<Hashed<'t>, String> {
     let form = x86::form(ins).ok_or_else(|| format!("{:?} is not in the table", ins.code()))?;
-    let (mut name, ops, mnemonic) = form.of(v);
+    let (mut name, ops, mut mnemonic) = form.of(v);
     let mut skipped = false;
     let mut conditional = false;
     match ins.flow_control() {
@@ -210,11 +268,14 @@ fn classify<'t>(
             } else {
                 // A tail call: BOLT rewrites it to the 4-byte form and keeps it.
                 name = "JMP_4";
+                mnemonic = "jmp";
             }
         }
         FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
-            // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes.
+            // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
+            // asm string is `jmp{l}\t{*}$dst`).
             name = if form.mem { "JMP32m" } else { "JMP32r" };
+            mnemonic = "jmpl*";
         }
         _ => {}
     }
@@ -228,9 +289,17 @@ fn classify<'t>(
     })
 }
 
-fn operand(ctx: &Context, ins: &Instruction, op: McOp, v: Llvm, out: &mut Vec<u8>) {
+fn operand(
+    ctx: &Context,
+    ins: &Instruction,
+    op: McOp,
+    v: Llvm,
+    imm_reloc: Option<&Relocation>,
+    out: &mut Vec<u8>,
+) {
     let reg = |r: Register| u64::from(x86::register_number(r, v));
     match op {
+        McOp::Imm(_) | McOp::ImmSext(..) if let Some(r) = imm_reloc => relocated(ctx, r, out),
         McOp::Reg(i) => push_integer(out, reg(ins.op_register(i))),
         McOp::Fixed(r) => push_integer(out, reg(r)),
         McOp::NoReg => push_integer(out, 0),
@@ -247,9 +316,28 @@ fn operand(ctx: &Context, ins: &Instruction, op: McOp, v: Llvm, out: &mut Vec<u8
         McOp::MemDisp if ins.is_ip_rel_memory_operand() => {
             data_reference(ctx, ins.ip_rel_memory_address(), out)
         }
+        // An absolute jump-table address: BOLT puts the table's label there.
+        McOp::MemDisp if ctx.jump_tables.contains(&ins.memory_displacement64()) => {}
         McOp::MemDisp => push_integer(out, ins.memory_displacement64()),
         McOp::MemSeg => push_integer(out, reg(ins.segment_prefix())),
         McOp::Target | McOp::Unknown => {}
+    }
+}
+
+/// An immediate a relocation covers: BOLT (in relocation mode) makes it `symbol + addend`, and
+/// a function's symbol hashes as nothing (`mov $main, %rdi` in `_start`, with
+/// `--emit-relocs`). An undefined symbol has no value and hashes as nothing too.
+fn relocated(ctx: &Context, r: &Relocation, out: &mut Vec<u8>) {
+    let Some(symbol) = r.symbol else {
+        return;
+    };
+    if ctx.functions.index_containing(symbol).is_some() || ctx.jump_tables.contains(&symbol) {
+        return;
+    }
+    push_integer(out, symbol);
+    if r.addend != 0 {
+        push_integer(out, 0);
+        push_integer(out, r.addend as u64);
     }
 }
 
@@ -298,10 +386,12 @@ pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes
         .flat_map(|d| d.table_addresses())
         .collect();
     let objects = DataObjects::from_elf(data, functions);
+    let relocations = relocations(data);
     let ctx = Context {
         functions,
         objects: &objects,
         jump_tables: &jump_tables,
+        relocations: &relocations,
     };
     phase_one
         .into_par_iter()

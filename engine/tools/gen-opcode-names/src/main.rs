@@ -7,6 +7,13 @@
 //! encode it, and disassemble all of them with `llvm-mc --disassemble --show-inst` of LLVM 19
 //! and 22. LLVM 22 prints register names, LLVM 19 register numbers: the pair gives the numbers.
 //!
+//! The mnemonics come from LLVM itself: `mnemonic-probe.cpp`, compiled here with `clang++-19`
+//! against each release's `libLLVM` (`llvm-config --cxxflags`), prints
+//! `MCInstPrinter::getMnemonic`, which is what BOLT hashes and which differs from the printed
+//! text (`callq*` for `call *%rax`, `shll%cl,` for `shl %cl, %eax`, `loop` for an
+//! `addr32 loop`, …). It also lists each release's register numbers; the generator checks that
+//! 19 and 22 number every register alike (they do: 386 registers), so one table serves both.
+//!
 //! Usage: `cargo run --manifest-path engine/tools/gen-opcode-names/Cargo.toml --release --
 //! OUT.rs [LLVM19_MC LLVM22_MC]`. Also `--check N MC` re-derives (used by the tests through the
 //! generated file's format, not through this binary).
@@ -434,7 +441,12 @@ fn parse(out: &str) -> Vec<McInst> {
 
 /// LLVM's name of an iced register.
 fn llvm_name(r: Register) -> String {
-    format!("{r:?}").to_uppercase()
+    let name = format!("{r:?}").to_uppercase();
+    // iced's `R8L` … `R15L` are LLVM's `R8B` … `R15B`.
+    match name.strip_suffix('L') {
+        Some(n) if n.starts_with('R') && n[1..].parse::<u8>().is_ok() => format!("{n}B"),
+        _ => name,
+    }
 }
 
 /// How each `MCOperand` is made from the iced instruction (see `x86.rs`'s `McOp`). A memory
@@ -522,22 +534,70 @@ fn reg_path(name: &str) -> Option<String> {
         .map(|r| format!("Register::{r:?}"))
 }
 
-/// The mnemonic `MCInstPrinter::getMnemonic` gives (the asm string up to its first operand):
-/// the printed first word, except for opcodes whose condition code is an operand.
-fn mnemonic(m: &McInst) -> String {
-    let word = m.text.split_whitespace().next().unwrap_or("").to_string();
-    for (prefix, mnem) in [
-        ("SETZUCC", "setzu"),
-        ("SETCC", "set"),
-        ("CFCMOV", "cfcmov"),
-        ("CMOV", "cmov"),
-        ("JCC", "j"),
-    ] {
-        if m.name.starts_with(prefix) && m.ops.iter().any(|o| matches!(o, McOp::Imm(_))) {
-            return mnem.to_string();
+/// Builds `mnemonic-probe.cpp` against LLVM `version`'s library; returns the binary's path.
+fn build_probe(version: u32) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = format!("/usr/lib/llvm-{version}/bin/llvm-config");
+    let flags = Command::new(&config).arg("--cxxflags").output().expect("llvm-config");
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    let out = std::env::temp_dir().join(format!("gen-opcode-names-probe{version}"));
+    let status = Command::new("clang++-19")
+        .arg("-O1")
+        .args(flags.split_whitespace())
+        .arg(dir.join("mnemonic-probe.cpp"))
+        .arg("-o")
+        .arg(&out)
+        .arg(format!("-L/usr/lib/llvm-{version}/lib"))
+        .arg(format!("-lLLVM-{version}"))
+        .arg(format!("-Wl,-rpath,/usr/lib/llvm-{version}/lib"))
+        .status()
+        .expect("clang++-19");
+    assert!(status.success(), "building the LLVM {version} probe failed");
+    out
+}
+
+/// (opcode name, `getMnemonic` without whitespace) of each input by `probe`; `None` if LLVM
+/// did not decode it as one instruction.
+fn probe_mnemonics(probe: &std::path::Path, inputs: &[&[u8]]) -> Vec<Option<(String, String)>> {
+    let mut text = String::new();
+    for bytes in inputs {
+        for b in *bytes {
+            write!(text, "{b:02x}").unwrap();
         }
+        text.push('\n');
     }
-    word
+    let mut child = Command::new(probe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let out = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<_> = out
+        .lines()
+        .map(|l| {
+            let (name, m) = l.split_once('\t').unwrap();
+            (name != "?").then(|| (name.to_string(), m.to_string()))
+        })
+        .collect();
+    assert_eq!(rows.len(), inputs.len(), "probe lost sync");
+    rows
+}
+
+/// Every register's (number, name) in LLVM `version`.
+fn probe_registers(probe: &std::path::Path) -> Vec<(u32, String)> {
+    let out = Command::new(probe).env("PROBE_REGS", "1").output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (n, name) = l.split_once('\t').unwrap();
+            (n.parse().unwrap(), name.to_string())
+        })
+        .collect()
 }
 
 fn main() {
@@ -549,6 +609,20 @@ fn main() {
     let inputs: Vec<&[u8]> = samples.iter().map(|s| &s.bytes[..]).collect();
     let d19 = disassemble(mc19, &inputs);
     let d22 = disassemble(mc22, &inputs);
+    let (probe19, probe22) = (build_probe(19), build_probe(22));
+    assert_eq!(
+        probe_registers(&probe19),
+        probe_registers(&probe22),
+        "LLVM 19 and 22 number registers differently: the table needs a column per release"
+    );
+    let m19 = probe_mnemonics(&probe19, &inputs);
+    let m22 = probe_mnemonics(&probe22, &inputs);
+    // LLVM's mnemonic of a row, checked to be of the opcode llvm-mc decoded.
+    let mnemonic = |m: &McInst, probed: &Option<(String, String)>| -> Option<String> {
+        let (name, mnemonic) = probed.as_ref()?;
+        assert_eq!(name, &m.name, "llvm-mc and the probe disagree");
+        Some(mnemonic.clone())
+    };
     // Register numbers of LLVM 19 from the probes (22 names them, 19 numbers them).
     let probes = register_probes();
     let probe_inputs: Vec<&[u8]> = probes.iter().map(|(_, b)| &b[..]).collect();
@@ -573,13 +647,24 @@ fn main() {
             learn(a, b);
         }
     }
+    // Every register LLVM has (the probes above miss some, `RIP` among them).
+    for (n, name) in probe_registers(&probe22) {
+        let known = numbers.insert(name.clone(), i64::from(n));
+        assert!(known.is_none_or(|k| k == i64::from(n)), "{name}: two numbers");
+    }
     let names: BTreeMap<i64, String> = numbers.iter().map(|(k, &v)| (v, k.clone())).collect();
     let mut rows = String::new();
     let mut differ = Vec::new();
     let mut undecoded = BTreeSet::new();
     let mut count = 0;
-    for ((s, a), b) in samples.iter().zip(&d19).zip(&d22) {
+    for (i, ((s, a), b)) in samples.iter().zip(&d19).zip(&d22).enumerate() {
         let (Some(a), Some(b)) = (a, b) else {
+            undecoded.insert(format!("{:?}", s.code));
+            continue;
+        };
+        let (Some(mn19), Some(mn22)) = (mnemonic(a, &m19[i]), mnemonic(b, &m22[i])) else {
+            // Decoded by llvm-mc only as part of a longer stream (a prefix LLVM returns as
+            // an instruction of its own): no mnemonic of its own either.
             undecoded.insert(format!("{:?}", s.code));
             continue;
         };
@@ -599,15 +684,15 @@ fn main() {
             })
             .collect();
         let ops19 = infer_all(s, &named19);
-        if a.name != b.name || mnemonic(a) != mnemonic(b) || ops != ops19 {
+        if a.name != b.name || mn19 != mn22 || ops != ops19 {
             differ.push(format!(
                 "{:?}{}: 19 {} {:?}, 22 {} {:?}",
                 s.code,
                 if s.mem { " (memory)" } else { "" },
                 a.name,
-                mnemonic(a),
+                mn19,
                 b.name,
-                mnemonic(b)
+                mn22
             ));
         }
         count += 1;
@@ -619,8 +704,8 @@ fn main() {
             s.mem,
             b.name,
             a.name,
-            mnemonic(b),
-            mnemonic(a),
+            mn22,
+            mn19,
             ops.join(", "),
             ops19.join(", "),
             s.bytes
@@ -639,7 +724,8 @@ fn main() {
     let mut f = String::new();
     writeln!(
         f,
-        "// @generated by engine/tools/gen-opcode-names from iced-x86 1.22 and llvm-mc 19 and 22.\n\
+        "// @generated by engine/tools/gen-opcode-names from iced-x86 1.22, llvm-mc 19 and 22\n\
+         // and LLVM 19 and 22 MCInstPrinter::getMnemonic (mnemonic-probe.cpp).\n\
          // Do not edit: rerun the generator (see its header). {count} forms; {} codes that iced\n\
          // could not encode here; {} forms llvm-mc did not decode as one instruction.\n\
          // Forms whose LLVM 19 and 22 opcode name or mnemonic differ: {}.",
@@ -656,7 +742,8 @@ fn main() {
         "\nuse iced_x86::{{Code, Register}};\n\nuse super::{{Form, McOp}};\n\n\
          /// Every form, sorted by (code, mem).\n\
          pub(crate) static FORMS: &[Form] = &[\n{rows}];\n\n\
-         /// LLVM 19's numbers of the registers (`X86::RAX` …), as `hashInstOperand` hashes them.\n\
+         /// LLVM's numbers of the registers (`X86::RAX` …), as `hashInstOperand` hashes them: the\n\
+         /// generator checked that LLVM 19 and 22 number all registers alike.\n\
          pub(crate) static REGISTERS_19: &[(Register, u16)] = &[\n{regs}];"
     )
     .unwrap();
