@@ -129,3 +129,67 @@ fn a_broken_preaggregated_line_is_located() {
     );
     assert!(!out.exists());
 }
+
+/// A pipe-mode capture whose first SAMPLE comes before any HEADER_ATTR (24 bytes: `PERFILE2`,
+/// header size 16, a SAMPLE record header of 8 bytes) is refused with the file and the
+/// record's offset by every command that reads captures, from a path and from stdin; nothing
+/// panics and no output is written.
+#[test]
+fn a_pipe_sample_before_any_attr_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("early.data");
+    let mut bytes = b"PERFILE2".to_vec();
+    bytes.extend_from_slice(&16u64.to_le_bytes());
+    bytes.extend_from_slice(&9u32.to_le_bytes());
+    bytes.extend_from_slice(&0u16.to_le_bytes());
+    bytes.extend_from_slice(&8u16.to_le_bytes());
+    std::fs::write(&capture, &bytes).unwrap();
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    let out = dir.path().join("out");
+    let expected = "byte offset 16: expected a HEADER_ATTR record before the first SAMPLE";
+    let runs: [(&str, Vec<std::ffi::OsString>); 3] = [
+        ("script", vec!["script".into(), capture.clone().into()]),
+        (
+            "aggregate",
+            vec![
+                "aggregate".into(),
+                capture.clone().into(),
+                "-b".into(),
+                binary.clone().into(),
+                "-o".into(),
+                out.clone().into(),
+            ],
+        ),
+        (
+            "perf2bolt",
+            vec![
+                "perf2bolt".into(),
+                binary.clone().into(),
+                "-p".into(),
+                capture.clone().into(),
+                "-o".into(),
+                out.clone().into(),
+            ],
+        ),
+    ];
+    for (what, args) in runs {
+        let output = profmill().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!("early.data: {expected}")),
+            "{what}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert!(!out.exists(), "{what} left {}", out.display());
+    }
+    // The same bytes on stdin.
+    let output = profmill()
+        .args(["script", "-"])
+        .stdin(std::fs::File::open(&capture).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("<stdin>: {expected}")), "{stderr}");
+}
