@@ -193,3 +193,98 @@ fn a_pipe_sample_before_any_attr_is_located() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(&format!("<stdin>: {expected}")), "{stderr}");
 }
+
+/// A binary whose symbol table lies outside the file (`Invalid ELF symbol table data`) is
+/// named by every command that reads binaries.
+#[test]
+fn a_corrupt_symbol_table_names_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut elf = std::fs::read(shared_perf("autofdo-propeller_sample_1.bin")).unwrap();
+    // Section headers: e_shoff at 0x28, e_shentsize/e_shnum/e_shstrndx at 0x3a.
+    let u64_at = |d: &[u8], at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
+    let u16_at = |d: &[u8], at: usize| u16::from_le_bytes(d[at..at + 2].try_into().unwrap());
+    let shoff = u64_at(&elf, 0x28) as usize;
+    let (entsize, count) = (u16_at(&elf, 0x3a) as usize, u16_at(&elf, 0x3c) as usize);
+    let names = u64_at(&elf, shoff + u16_at(&elf, 0x3e) as usize * entsize + 0x18) as usize;
+    let symtab = (0..count)
+        .map(|i| shoff + i * entsize)
+        .find(|&h| {
+            let name = names + u32::from_le_bytes(elf[h..h + 4].try_into().unwrap()) as usize;
+            elf[name..].starts_with(b".symtab\0")
+        })
+        .expect("a .symtab section");
+    let huge = (elf.len() as u64 * 4).to_le_bytes();
+    elf[symtab + 0x20..symtab + 0x28].copy_from_slice(&huge);
+    let binary = dir.path().join("badsym.bin");
+    std::fs::write(&binary, &elf).unwrap();
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let out = dir.path().join("out");
+    for args in [
+        vec!["aggregate".into(), capture.clone().into_os_string()],
+        vec!["perf2bolt".into(), binary.clone().into_os_string()],
+    ] {
+        let mut cmd = profmill();
+        cmd.args(&args);
+        if args[0] == "aggregate" {
+            cmd.arg("-b").arg(&binary).args(["--format", "fdata"]);
+        } else {
+            cmd.arg("-p").arg(&capture);
+        }
+        let output = cmd.arg("-o").arg(&out).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("badsym.bin: ") && stderr.contains("Invalid ELF symbol table data"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(!out.exists());
+    }
+}
+
+/// Sample profiles of different kinds (CS or not, probe-based or not) cannot be merged or
+/// compared: the message names the file that differs and how.
+#[test]
+fn incompatible_sample_profiles_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.txt");
+    std::fs::write(&plain, "main:10:1\n 1: 10\n").unwrap();
+    let cs = dir.path().join("cs.txt");
+    std::fs::write(&cs, "[main:1 @ foo]:10:1\n 1: 10\n").unwrap();
+    let out = dir.path().join("merged.txt");
+    std::fs::write(&out, "earlier\n").unwrap();
+    let output = profmill()
+        .args(["merge", "--sample"])
+        .arg(&plain)
+        .arg(&cs)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "{}: cannot merge CS profile with non-CS profile (this input is CS, the inputs before it non-CS)",
+            cs.display()
+        )) && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "earlier\n");
+    let output = profmill()
+        .args(["overlap", "--sample"])
+        .arg(&cs)
+        .arg(&plain)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "cannot compare CS profile with non-CS profile (base {} is CS, test {} is non-CS)",
+            cs.display(),
+            plain.display()
+        )),
+        "{stderr}"
+    );
+}
