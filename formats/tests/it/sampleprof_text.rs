@@ -29,7 +29,7 @@ fn check(input: &Path, dir: &Path) -> bool {
             // We echo at most 80 characters of the line, then `…`; LLVM the whole line.
             let expected = expected.strip_suffix('…').unwrap_or(&expected);
             assert!(
-                r.contains(&expected),
+                r.contains(expected),
                 "{}: llvm says {r:?}, we say {expected:?}",
                 input.display()
             );
