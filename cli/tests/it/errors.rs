@@ -288,3 +288,32 @@ fn incompatible_sample_profiles_are_named() {
         "{stderr}"
     );
 }
+
+/// A file-mode attr that does not fit the others (here the second event loses
+/// PERF_SAMPLE_IDENTIFIER, so its samples cannot be told apart) is reported at that attr's
+/// offset, not at the header's.
+#[test]
+fn an_attr_error_gives_the_attrs_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/seeds/capture_file/generated-mem-loads.perf.data");
+    let mut data = std::fs::read(seed).unwrap();
+    let u64_at = |d: &[u8], at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
+    let (attr_size, attrs) = (u64_at(&data, 16) as usize, u64_at(&data, 24) as usize);
+    assert_eq!(u64_at(&data, 32) as usize, 2 * attr_size, "two events");
+    let second = attrs + attr_size;
+    // perf_event_attr.sample_type is at +24; PERF_SAMPLE_IDENTIFIER is bit 16.
+    let sample_type = u64_at(&data, second + 24) & !(1 << 16);
+    data[second + 24..second + 32].copy_from_slice(&sample_type.to_le_bytes());
+    let capture = dir.path().join("ambiguous.data");
+    std::fs::write(&capture, &data).unwrap();
+    let output = profmill().arg("script").arg(&capture).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "ambiguous.data: byte offset {second}: several events without a common sample id position"
+        )),
+        "{stderr}"
+    );
+}

@@ -121,6 +121,11 @@ pub struct FileHeader {
     pub data_size: u64,
     /// The feature sections named by the header's `adds_features` bitmap (empty for a 72-byte header).
     pub features: Features,
+    /// `perf_file_header.attrs.offset`: where the attr entries start (`attrs[i]` is at
+    /// `attrs_offset + i * attr_size`), for errors about one attr.
+    pub attrs_offset: u64,
+    /// `perf_file_header.attr_size`: the size of one attr entry (attr and ids section).
+    pub attr_size: u64,
 }
 
 impl FileHeader {
@@ -158,6 +163,8 @@ impl FileHeader {
             data_offset: data_off,
             data_size,
             features,
+            attrs_offset: attrs_off,
+            attr_size,
         })
     }
 }
