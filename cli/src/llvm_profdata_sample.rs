@@ -601,11 +601,23 @@ pub fn run_overlap(args: &[String]) -> Result<(), BoxError> {
     };
     let (bdata, bprof) = load(base)?;
     let (tdata, tprof) = load(test)?;
+    // LLVM's messages, with the files and which is which.
+    let differ = |kind: &str, other: &str, base_is_kind: bool| -> BoxError {
+        let (b, t) = if base_is_kind {
+            (kind, other)
+        } else {
+            (other, kind)
+        };
+        format!(
+            "cannot compare {kind} profile with {other} profile (base {base} is {b}, test {test} is {t})"
+        )
+        .into()
+    };
     if bprof.kind.probe != tprof.kind.probe {
-        return Err("cannot compare probe-based profile with non-probe-based profile".into());
+        return Err(differ("probe-based", "non-probe-based", bprof.kind.probe));
     }
     if bprof.kind.cs != tprof.kind.cs {
-        return Err("cannot compare CS profile with non-CS profile".into());
+        return Err(differ("CS", "non-CS", bprof.kind.cs));
     }
     let (bins, tins) = (
         insertion_order(&bdata, &bprof),

@@ -16,11 +16,12 @@ fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let usage = "usage: gen_lbr OUT TARGET_MB [--compress] [--depth N] [--stacks N] [--processes N] [--kernel PCT] [--seed N] [--attr-size N] BINARY[@0xBASE]...";
     let out = PathBuf::from(args.next().expect(usage));
-    let target_mb: u64 = args.next().expect(usage).parse().expect("TARGET_MB");
+    // Fractions allowed (fuzz seeds are a few KiB: `0.02`).
+    let target_mb: f64 = args.next().expect(usage).parse().expect("TARGET_MB");
     let mut spec = LbrCaptureSpec {
         binaries: Vec::new(),
         processes: 2,
-        target_bytes: target_mb << 20,
+        target_bytes: (target_mb * (1u64 << 20) as f64) as u64,
         lbr_depth: 32,
         distinct_stacks: 10_000,
         kernel_fraction_percent: 5,

@@ -129,3 +129,191 @@ fn a_broken_preaggregated_line_is_located() {
     );
     assert!(!out.exists());
 }
+
+/// A pipe-mode capture whose first SAMPLE comes before any HEADER_ATTR (24 bytes: `PERFILE2`,
+/// header size 16, a SAMPLE record header of 8 bytes) is refused with the file and the
+/// record's offset by every command that reads captures, from a path and from stdin; nothing
+/// panics and no output is written.
+#[test]
+fn a_pipe_sample_before_any_attr_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("early.data");
+    let mut bytes = b"PERFILE2".to_vec();
+    bytes.extend_from_slice(&16u64.to_le_bytes());
+    bytes.extend_from_slice(&9u32.to_le_bytes());
+    bytes.extend_from_slice(&0u16.to_le_bytes());
+    bytes.extend_from_slice(&8u16.to_le_bytes());
+    std::fs::write(&capture, &bytes).unwrap();
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    let out = dir.path().join("out");
+    let expected = "byte offset 16: expected a HEADER_ATTR record before the first SAMPLE";
+    let runs: [(&str, Vec<std::ffi::OsString>); 3] = [
+        ("script", vec!["script".into(), capture.clone().into()]),
+        (
+            "aggregate",
+            vec![
+                "aggregate".into(),
+                capture.clone().into(),
+                "-b".into(),
+                binary.clone().into(),
+                "-o".into(),
+                out.clone().into(),
+            ],
+        ),
+        (
+            "perf2bolt",
+            vec![
+                "perf2bolt".into(),
+                binary.clone().into(),
+                "-p".into(),
+                capture.clone().into(),
+                "-o".into(),
+                out.clone().into(),
+            ],
+        ),
+    ];
+    for (what, args) in runs {
+        let output = profmill().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!("early.data: {expected}")),
+            "{what}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        assert!(!out.exists(), "{what} left {}", out.display());
+    }
+    // The same bytes on stdin.
+    let output = profmill()
+        .args(["script", "-"])
+        .stdin(std::fs::File::open(&capture).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("<stdin>: {expected}")), "{stderr}");
+}
+
+/// A binary whose symbol table lies outside the file (`Invalid ELF symbol table data`) is
+/// named by every command that reads binaries.
+#[test]
+fn a_corrupt_symbol_table_names_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut elf = std::fs::read(shared_perf("autofdo-propeller_sample_1.bin")).unwrap();
+    // Section headers: e_shoff at 0x28, e_shentsize/e_shnum/e_shstrndx at 0x3a.
+    let u64_at = |d: &[u8], at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
+    let u16_at = |d: &[u8], at: usize| u16::from_le_bytes(d[at..at + 2].try_into().unwrap());
+    let shoff = u64_at(&elf, 0x28) as usize;
+    let (entsize, count) = (u16_at(&elf, 0x3a) as usize, u16_at(&elf, 0x3c) as usize);
+    let names = u64_at(&elf, shoff + u16_at(&elf, 0x3e) as usize * entsize + 0x18) as usize;
+    let symtab = (0..count)
+        .map(|i| shoff + i * entsize)
+        .find(|&h| {
+            let name = names + u32::from_le_bytes(elf[h..h + 4].try_into().unwrap()) as usize;
+            elf[name..].starts_with(b".symtab\0")
+        })
+        .expect("a .symtab section");
+    let huge = (elf.len() as u64 * 4).to_le_bytes();
+    elf[symtab + 0x20..symtab + 0x28].copy_from_slice(&huge);
+    let binary = dir.path().join("badsym.bin");
+    std::fs::write(&binary, &elf).unwrap();
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let out = dir.path().join("out");
+    for args in [
+        vec!["aggregate".into(), capture.clone().into_os_string()],
+        vec!["perf2bolt".into(), binary.clone().into_os_string()],
+    ] {
+        let mut cmd = profmill();
+        cmd.args(&args);
+        if args[0] == "aggregate" {
+            cmd.arg("-b").arg(&binary).args(["--format", "fdata"]);
+        } else {
+            cmd.arg("-p").arg(&capture);
+        }
+        let output = cmd.arg("-o").arg(&out).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("badsym.bin: ") && stderr.contains("Invalid ELF symbol table data"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(!out.exists());
+    }
+}
+
+/// Sample profiles of different kinds (CS or not, probe-based or not) cannot be merged or
+/// compared: the message names the file that differs and how.
+#[test]
+fn incompatible_sample_profiles_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.txt");
+    std::fs::write(&plain, "main:10:1\n 1: 10\n").unwrap();
+    let cs = dir.path().join("cs.txt");
+    std::fs::write(&cs, "[main:1 @ foo]:10:1\n 1: 10\n").unwrap();
+    let out = dir.path().join("merged.txt");
+    std::fs::write(&out, "earlier\n").unwrap();
+    let output = profmill()
+        .args(["merge", "--sample"])
+        .arg(&plain)
+        .arg(&cs)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "{}: cannot merge CS profile with non-CS profile (this input is CS, the inputs before it non-CS)",
+            cs.display()
+        )) && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "earlier\n");
+    let output = profmill()
+        .args(["overlap", "--sample"])
+        .arg(&cs)
+        .arg(&plain)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "cannot compare CS profile with non-CS profile (base {} is CS, test {} is non-CS)",
+            cs.display(),
+            plain.display()
+        )),
+        "{stderr}"
+    );
+}
+
+/// A file-mode attr that does not fit the others (here the second event loses
+/// PERF_SAMPLE_IDENTIFIER, so its samples cannot be told apart) is reported at that attr's
+/// offset, not at the header's.
+#[test]
+fn an_attr_error_gives_the_attrs_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/seeds/capture_file/generated-mem-loads.perf.data");
+    let mut data = std::fs::read(seed).unwrap();
+    let u64_at = |d: &[u8], at: usize| u64::from_le_bytes(d[at..at + 8].try_into().unwrap());
+    let (attr_size, attrs) = (u64_at(&data, 16) as usize, u64_at(&data, 24) as usize);
+    assert_eq!(u64_at(&data, 32) as usize, 2 * attr_size, "two events");
+    let second = attrs + attr_size;
+    // perf_event_attr.sample_type is at +24; PERF_SAMPLE_IDENTIFIER is bit 16.
+    let sample_type = u64_at(&data, second + 24) & !(1 << 16);
+    data[second + 24..second + 32].copy_from_slice(&sample_type.to_le_bytes());
+    let capture = dir.path().join("ambiguous.data");
+    std::fs::write(&capture, &data).unwrap();
+    let output = profmill().arg("script").arg(&capture).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "ambiguous.data: byte offset {second}: several events without a common sample id position"
+        )),
+        "{stderr}"
+    );
+}

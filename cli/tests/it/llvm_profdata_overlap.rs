@@ -337,3 +337,59 @@ fn clang_19_vtable_value_profiles() {
     let outputs = assert_all_pairs(&raws, "vtable");
     assert!(outputs.iter().any(|o| o.contains("VTable profile overlap")));
 }
+
+/// A truncated raw or indexed profile fails reader creation in llvm-profdata-19 (`error in
+/// getting profile count sums: …`, status 1) whichever side it is on; so it does here, and an
+/// existing `-o` file is left as it was (llvm-profdata truncates it).
+#[test]
+fn truncated_profiles_fail_and_keep_the_output() {
+    let Some(dir) = corpus() else { return };
+    if !have_tool(LLVM_PROFDATA) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let good = dir.join("llvm-19/c-general.profraw").display().to_string();
+    let mut cases = Vec::new();
+    for (source, lengths) in [
+        ("llvm-19/c-general.profraw", &[8usize, 677, 1016, 2031][..]),
+        ("llvm-19/compat.profdata.v10", &[8, 100, 856, 871][..]),
+    ] {
+        let bytes = std::fs::read(dir.join(source)).unwrap();
+        for &n in lengths {
+            let name = source.replace('/', "-");
+            let cut = tmp.path().join(format!("{n}-{name}"));
+            std::fs::write(&cut, &bytes[..n]).unwrap();
+            cases.push(cut.display().to_string());
+        }
+    }
+    for cut in &cases {
+        for pair in [[&good, cut], [cut, &good]] {
+            let args = vec![pair[0].clone(), pair[1].clone()];
+            let theirs = run(LLVM_PROFDATA, &[], &args);
+            assert_eq!(theirs.status.code(), Some(1), "llvm-profdata {args:?}");
+            assert_same_overlap(&args, &format!("{args:?}"));
+            let out = tmp.path().join("existing.txt");
+            std::fs::write(&out, "an earlier overlap\n").unwrap();
+            let mut with_out = args.clone();
+            with_out.extend(["-o".to_string(), out.display().to_string()]);
+            let ours = run(
+                env!("CARGO_BIN_EXE_profmill"),
+                &["llvm-profdata"],
+                &with_out,
+            );
+            let stderr = String::from_utf8_lossy(&ours.stderr);
+            assert_eq!(ours.status.code(), Some(1), "{with_out:?}: {stderr}");
+            assert!(
+                stderr.contains("error in getting profile count sums: ")
+                    && stderr.contains(cut.as_str())
+                    && stderr.lines().count() == 1,
+                "{stderr}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&out).unwrap(),
+                "an earlier overlap\n",
+                "{with_out:?} touched the existing output"
+            );
+        }
+    }
+}

@@ -83,6 +83,9 @@ pub enum MergeError {
     Overflow {
         /// The line's key (everything but the counts), as written.
         key: String,
+        /// The input whose line made the sum overflow (after the inputs before it), when it
+        /// could be found again.
+        path: Option<PathBuf>,
     },
 }
 
@@ -114,10 +117,20 @@ impl fmt::Display for MergeError {
                 path.display()
             ),
             MergeError::NoInputs => write!(f, "no input files (directories were empty)"),
-            MergeError::Overflow { key } => write!(
-                f,
-                "the summed counts of `{key}` do not fit a signed 64-bit integer"
-            ),
+            MergeError::Overflow { key, path } => {
+                if let Some(path) = path {
+                    write!(f, "{}: ", path.display())?;
+                }
+                write!(
+                    f,
+                    "the summed counts of `{}` do not fit a signed 64-bit integer",
+                    formats::error::excerpt(key.as_bytes())
+                )?;
+                if path.is_some() {
+                    write!(f, " (added to the inputs before it)")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -326,7 +339,43 @@ impl Merged {
 pub fn merge(sources: &Sources) -> Result<Merged> {
     let header = merged_header(sources)?;
     let table = sum_in_parallel(sources)?;
-    table.into_merged(header, sources.len())
+    table
+        .into_merged(header, sources.len())
+        .map_err(|e| match e {
+            MergeError::Overflow { key, path: None } => MergeError::Overflow {
+                path: overflowing_input(sources, key.as_bytes()),
+                key,
+            },
+            e => e,
+        })
+}
+
+/// The first input at which the sums of the line `key` (as [`MergeError::Overflow`] shows
+/// it) leave `i64`, reading the inputs again in order; only run once a merge overflowed.
+fn overflowing_input(sources: &Sources, key: &[u8]) -> Option<PathBuf> {
+    let (mut mispreds, mut count) = (0i64, 0i64);
+    for (index, (path, _)) in sources.files.iter().enumerate() {
+        let Ok(bytes) = sources.bytes(index) else {
+            continue;
+        };
+        let Ok(reader) = FdataReader::new(&bytes) else {
+            continue;
+        };
+        for entry in reader.flatten() {
+            if String::from_utf8_lossy(entry.key).as_bytes() != key {
+                continue;
+            }
+            let (_, sums) = kind_and_sums(&entry);
+            match (
+                mispreds.checked_add(sums.mispreds),
+                count.checked_add(sums.count),
+            ) {
+                (Some(m), Some(c)) => (mispreds, count) = (m, c),
+                _ => return Some(path.clone()),
+            }
+        }
+    }
+    None
 }
 
 /// The header of the first input with any content; every other such input must match it.
@@ -624,6 +673,7 @@ impl Table {
         if let Some((key, _)) = order.iter().find(|(_, s)| s.overflowed) {
             return Err(MergeError::Overflow {
                 key: String::from_utf8_lossy(key).into_owned(),
+                path: None,
             });
         }
         let mut keys = Vec::with_capacity(order.iter().map(|(k, _)| k.len()).sum());
@@ -791,10 +841,12 @@ mod tests {
     #[test]
     fn sums_beyond_i64_are_refused() {
         let line = format!("1 f 0 1 g 0 0 {}\n", i64::MAX);
-        let e = merged(&[("a", &line), ("b", &line)]).unwrap_err();
+        let small = "1 f 0 1 g 0 0 1\n";
+        let e = merged(&[("a", small), ("b", small), ("c", &line), ("d", &line)]).unwrap_err();
+        // The input that made the sum overflow is named.
         assert_eq!(
             e.to_string(),
-            "the summed counts of `1 f 0 1 g 0` do not fit a signed 64-bit integer"
+            "c: the summed counts of `1 f 0 1 g 0` do not fit a signed 64-bit integer (added to the inputs before it)"
         );
         let negative = format!("1 f 0 1 g 0 0 {}\n", i64::MIN + 1);
         let (_, text) = merged(&[("a", &line), ("b", &negative)]).unwrap();

@@ -111,9 +111,9 @@ pub struct TraceStats {
 
 impl TraceStats {
     fn add(&mut self, other: TraceStats) {
-        self.traces += other.traces;
-        self.invalid += other.invalid;
-        self.out_of_range += other.out_of_range;
+        self.traces = self.traces.wrapping_add(other.traces);
+        self.invalid = self.invalid.wrapping_add(other.invalid);
+        self.out_of_range = self.out_of_range.wrapping_add(other.out_of_range);
     }
 }
 
@@ -355,8 +355,8 @@ impl ChunkWalk<'_> {
         // BOLT, as a call of the source and an entry of the target; fdata prints the entry
         // only when its source is unknown, which is exactly this one key.
         let b = self.branches.entry((from, to)).or_default();
-        b.count += count;
-        b.mispreds += mispreds;
+        b.count = b.count.wrapping_add(count);
+        b.mispreds = b.mispreds.wrapping_add(mispreds);
     }
 
     /// A branch end as `function + offset`, or `[unknown] 0` (`doBranch`'s `handleAddress`):
@@ -389,16 +389,18 @@ impl ChunkWalk<'_> {
         is_return: bool,
         steps: &mut Vec<(u64, u64)>,
     ) {
-        self.stats.traces += count;
+        // Counts read from pre-aggregated text are any 64-bit values (negative ones wrapped,
+        // as `profile_from_preagg` sums them): sums wrap too, never panic.
+        self.stats.traces = self.stats.traces.wrapping_add(count);
         let (Some(f), Some(g)) = (
             self.functions.index_containing(from),
             self.functions.index_containing(to),
         ) else {
-            self.stats.out_of_range += count;
+            self.stats.out_of_range = self.stats.out_of_range.wrapping_add(count);
             return;
         };
         if f != g {
-            self.stats.invalid += count;
+            self.stats.invalid = self.stats.invalid.wrapping_add(count);
             return;
         }
         let func = self.functions.get(f);
@@ -420,7 +422,8 @@ impl ChunkWalk<'_> {
                     func: Some(parent),
                     offset: b.translation.translate(base, o, false),
                 };
-                self.branches.entry((at(a), at(c))).or_default().count += count;
+                let b = self.branches.entry((at(a), at(c))).or_default();
+                b.count = b.count.wrapping_add(count);
             }
             return;
         }
@@ -437,7 +440,7 @@ impl ChunkWalk<'_> {
             _ => false,
         };
         if !valid {
-            self.stats.invalid += count;
+            self.stats.invalid = self.stats.invalid.wrapping_add(count);
             return;
         }
         for &(a, b) in steps.iter() {
@@ -451,7 +454,8 @@ impl ChunkWalk<'_> {
                     offset: b,
                 },
             );
-            self.branches.entry(key).or_default().count += count;
+            let b = self.branches.entry(key).or_default();
+            b.count = b.count.wrapping_add(count);
         }
     }
 }
@@ -466,7 +470,7 @@ impl Fdata<'_> {
                 continue;
             }
             let Some(i) = self.functions.index_containing(pc) else {
-                self.out_of_range_samples += hits;
+                self.out_of_range_samples = self.out_of_range_samples.wrapping_add(hits);
                 continue;
             };
             let (f, offset) = match bat {
@@ -478,7 +482,8 @@ impl Fdata<'_> {
                     (parent, b.translation.translate(start, offset, false))
                 }
             };
-            *self.samples.entry((f, offset)).or_default() += hits;
+            let n = self.samples.entry((f, offset)).or_default();
+            *n = n.wrapping_add(hits);
         }
     }
 
@@ -507,8 +512,8 @@ impl Fdata<'_> {
         lines.dedup_by(|later, kept| {
             let same = later.0 == kept.0;
             if same {
-                kept.2.count += later.2.count;
-                kept.2.mispreds += later.2.mispreds;
+                kept.2.count = kept.2.count.wrapping_add(later.2.count);
+                kept.2.mispreds = kept.2.mispreds.wrapping_add(later.2.mispreds);
             }
             same
         });

@@ -41,7 +41,8 @@ pub fn write_preagg_legacy(
         };
         if functions.index_containing(to) == Some(f) {
             let external = functions.index_containing(branch) != Some(f);
-            *fall_throughs.entry((from, to, external)).or_default() += c.taken;
+            let n = fall_throughs.entry((from, to, external)).or_default();
+            *n = n.wrapping_add(c.taken);
         }
     }
     let mut w = PreaggWriter::new(out);

@@ -96,9 +96,10 @@ pub fn read_listing(data: &[u8]) -> Result<Listing, ListingError> {
     }
 }
 
-/// Reads a profile as far as its reader gets: `Err` when the reader cannot be created (a bad
-/// header), otherwise the records read before the first record error, with that error.
-/// LLVM's reader iteration stops there silently, which `overlap` relies on.
+/// Reads a profile as far as its reader gets: `Err` when the reader cannot be created (what
+/// LLVM 19's reader creation checks: a bad header, a raw profile's sections past the end of the
+/// file, malformed binary ids), otherwise the records read before the first record error,
+/// with that error. LLVM's reader iteration stops there silently, which `overlap` relies on.
 pub fn read_listing_partial(data: &[u8]) -> Result<(Listing, Option<ListingError>), ListingError> {
     if data.is_empty() {
         return Err(ListingError::Empty);
@@ -115,6 +116,7 @@ pub fn read_listing_partial(data: &[u8]) -> Result<(Listing, Option<ListingError
                 },
             )
             .map_err(ListingError::Format)?;
+            reader.check_first_header().map_err(ListingError::Format)?;
             let read = reader.read_records(&mut sink);
             let version = reader.header().version_word;
             let ids = Ok(std::mem::take(&mut reader.binary_ids));
@@ -122,8 +124,10 @@ pub fn read_listing_partial(data: &[u8]) -> Result<(Listing, Option<ListingError
         }
         Some(Format::Indexed) => {
             let reader = IndexedReader::new(data).map_err(ListingError::Format)?;
+            // `IndexedInstrProfReader::readHeader` reads the binary ids.
+            let ids = reader.binary_ids().map_err(ListingError::Format)?;
             let read = reader.read_records(&mut sink);
-            let ids = reader.binary_ids();
+            let ids = Ok(ids);
             (reader.kind(), read, ids, reader.header.version())
         }
         Some(Format::Text) => {

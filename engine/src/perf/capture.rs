@@ -631,7 +631,15 @@ impl<'f, 'a> Walker<'f, 'a> {
         let head = header::FileHeader::parse(map)?;
         self.endian = head.endian;
         self.side.features = head.features;
-        self.set_events(EventSet::new(head.attrs).map_err(|k| formats::perf::Error::at(24, k))?);
+        // An attr that does not fit the others is reported at its own offset.
+        let mut events = EventSet::default();
+        for (i, attr) in head.attrs.into_iter().enumerate() {
+            let at = head.attrs_offset + i as u64 * head.attr_size;
+            events
+                .push(attr)
+                .map_err(|k| formats::perf::Error::at(at, k))?;
+        }
+        self.set_events(events);
         let start = head.data_offset as usize;
         Ok((start, &map[start..start + head.data_size as usize]))
     }

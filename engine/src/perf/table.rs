@@ -31,11 +31,13 @@ pub struct Counts {
 }
 
 impl Counts {
-    /// Adds `other`'s counts to these (the same as `+=`).
+    /// Adds `other`'s counts to these (the same as `+=`), wrapping: counts read from
+    /// pre-aggregated text are any 64-bit values (negative ones wrapped), and their sums must
+    /// not panic (a fuzz finding, `fuzz/seeds/preagg_fdata/crash-*`).
     #[inline(always)]
     pub fn add(&mut self, other: Counts) {
-        self.taken += other.taken;
-        self.mispred += other.mispred;
+        self.taken = self.taken.wrapping_add(other.taken);
+        self.mispred = self.mispred.wrapping_add(other.mispred);
     }
 }
 

@@ -216,14 +216,15 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
         let first = !merged_any;
         merged_any = true;
         if !first && p.kind.probe != out.kind.probe {
-            return Err(Error::Incompatible(
-                "cannot merge probe-based profile with non-probe-based profile".into(),
+            return Err(incompatible(
+                &input.path,
+                "probe-based",
+                "non-probe-based",
+                p.kind.probe,
             ));
         }
         if !first && p.kind.cs != out.kind.cs {
-            return Err(Error::Incompatible(
-                "cannot merge CS profile with non-CS profile".into(),
-            ));
+            return Err(incompatible(&input.path, "CS", "non-CS", p.kind.cs));
         }
         merge_into(&mut out, p, input, &mut warnings);
     }
@@ -233,6 +234,19 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
         skipped,
         map_order: map_order_after_inserting(&inserted),
     })
+}
+
+/// LLVM's "cannot merge CS profile with non-CS profile", naming the input that differs from
+/// the ones before it and how.
+fn incompatible(path: &Path, kind: &str, other: &str, this_is_kind: bool) -> Error {
+    let (this, before) = match this_is_kind {
+        true => (kind, other),
+        false => (other, kind),
+    };
+    Error::Incompatible(format!(
+        "{}: cannot merge {kind} profile with {other} profile (this input is {this}, the inputs before it {before})",
+        path.display()
+    ))
 }
 
 fn merge_into(out: &mut Profile, p: Profile, input: &Input, warnings: &mut Vec<String>) {

@@ -1,6 +1,7 @@
 //! The engine crate's integration tests, linked into one test binary (one module per area).
 
 mod bolt_hashes;
+mod fuzz_seeds;
 mod instrprof_merge;
 mod malformed;
 mod paths;

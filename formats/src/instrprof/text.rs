@@ -201,7 +201,7 @@ impl<'a> TextReader<'a> {
                         self.lines.line_no(),
                         ErrorKind::BadHeader(format!(
                             "unknown header directive '{}'",
-                            String::from_utf8_lossy(line)
+                            crate::error::excerpt(line)
                         )),
                     ))
                 }

@@ -69,6 +69,8 @@ pub enum ErrorKind {
     BadAttrStructSize(u32),
     /// There are no event attributes at all.
     NoAttrs,
+    /// A pipe-mode SAMPLE record came before any HEADER_ATTR declared its event.
+    SampleBeforeAttr,
     /// A record header's size is below 8 bytes.
     RecordTooSmall {
         /// `perf_event_header.size` as read.
@@ -168,6 +170,10 @@ impl fmt::Display for ErrorKind {
             BadAttrSize(s) => write!(f, "expected attr_size ≥ 80 (attr + ids section), found {s}"),
             BadAttrStructSize(s) => write!(f, "expected perf_event_attr.size ≥ 64, found {s}"),
             NoAttrs => write!(f, "expected at least one event attribute, found none"),
+            SampleBeforeAttr => write!(
+                f,
+                "expected a HEADER_ATTR record before the first SAMPLE, found a SAMPLE"
+            ),
             RecordTooSmall { size } => {
                 write!(f, "expected a record size of at least 8 bytes, found {size}")
             }

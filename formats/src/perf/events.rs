@@ -62,9 +62,12 @@ impl EventSet {
 
     /// Index of the event that wrote a SAMPLE with this body.
     #[inline]
+    /// Fails with [`ErrorKind::SampleBeforeAttr`] when no event is known yet.
     pub fn sample_event(&self, body: Bytes<'_>) -> Result<usize, ErrorKind> {
-        if self.attrs.len() <= 1 {
-            return Ok(0);
+        match self.attrs.len() {
+            0 => return Err(ErrorKind::SampleBeforeAttr),
+            1 => return Ok(0),
+            _ => {}
         }
         let pos = self.layouts[0]
             .sample_id_offset

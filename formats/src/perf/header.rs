@@ -121,6 +121,11 @@ pub struct FileHeader {
     pub data_size: u64,
     /// The feature sections named by the header's `adds_features` bitmap (empty for a 72-byte header).
     pub features: Features,
+    /// `perf_file_header.attrs.offset`: where the attr entries start (`attrs[i]` is at
+    /// `attrs_offset + i * attr_size`), for errors about one attr.
+    pub attrs_offset: u64,
+    /// `perf_file_header.attr_size`: the size of one attr entry (attr and ids section).
+    pub attr_size: u64,
 }
 
 impl FileHeader {
@@ -145,8 +150,8 @@ impl FileHeader {
             [0; 4]
         };
         let file_size = data.len() as u64;
-        check_section("attrs", attrs_off, attrs_size, file_size)?;
-        check_section("data", data_off, data_size, file_size)?;
+        check_section(24, "attrs", attrs_off, attrs_size, file_size)?;
+        check_section(40, "data", data_off, data_size, file_size)?;
         let mut attrs = parse_attrs(b, attrs_off, attrs_size, attr_size)?;
         let features = parse_feature_table(b, data_off + data_size, &feature_bits, &mut attrs)?;
         if attrs.is_empty() {
@@ -158,15 +163,26 @@ impl FileHeader {
             data_offset: data_off,
             data_size,
             features,
+            attrs_offset: attrs_off,
+            attr_size,
         })
     }
 }
 
-fn check_section(what: &'static str, offset: u64, size: u64, file_size: u64) -> Result<()> {
+/// Checks that a section lies inside the file; `at` is the offset of the field that
+/// describes it (a `perf_file_section` in the header, an attr or the feature table), which the
+/// error reports.
+fn check_section(
+    at: u64,
+    what: &'static str,
+    offset: u64,
+    size: u64,
+    file_size: u64,
+) -> Result<()> {
     match offset.checked_add(size) {
         Some(end) if end <= file_size => Ok(()),
         _ => Err(Error::at(
-            0,
+            at,
             ErrorKind::SectionOutOfBounds {
                 what,
                 offset,
@@ -189,13 +205,16 @@ fn parse_attrs(b: Bytes<'_>, off: u64, size: u64, attr_size: u64) -> Result<Vec<
         let entry_off = off + i * attr_size;
         let entry = b
             .sub(entry_off as usize, attr_size as usize)
-            .ok_or_else(|| Error::truncated(entry_off, "attr entry", attr_size as usize, 0))?;
+            .ok_or_else(|| {
+                let available = b.len().saturating_sub(entry_off as usize);
+                Error::truncated(entry_off, "attr entry", attr_size as usize, available)
+            })?;
         let attr = EventAttr::parse(entry, entry_off)?;
         // The ids section follows the attr as this file wrote it (attr_size − 16 bytes).
         let ids_pos = attr_size as usize - 16;
         let ids_off = entry.u64(ids_pos).unwrap_or(0);
         let ids_size = entry.u64(ids_pos + 8).unwrap_or(0);
-        let ids = read_u64s(b, ids_off, ids_size, "attr ids")?;
+        let ids = read_u64s(b, entry_off + ids_pos as u64, ids_off, ids_size, "attr ids")?;
         attrs.push(AttrEntry {
             attr,
             ids,
@@ -205,8 +224,8 @@ fn parse_attrs(b: Bytes<'_>, off: u64, size: u64, attr_size: u64) -> Result<Vec<
     Ok(attrs)
 }
 
-fn read_u64s(b: Bytes<'_>, off: u64, size: u64, what: &'static str) -> Result<Vec<u64>> {
-    check_section(what, off, size, b.len() as u64)?;
+fn read_u64s(b: Bytes<'_>, at: u64, off: u64, size: u64, what: &'static str) -> Result<Vec<u64>> {
+    check_section(at, what, off, size, b.len() as u64)?;
     Ok((0..size / 8)
         .filter_map(|i| b.u64((off + 8 * i) as usize))
         .collect())
@@ -231,7 +250,7 @@ fn parse_feature_table(
             // perf itself tolerates a missing table (a killed recording); so do we.
             break;
         };
-        check_section("feature", off, size, b.len() as u64)?;
+        check_section(entry, "feature", off, size, b.len() as u64)?;
         let section = b.sub(off as usize, size as usize).unwrap_or(b);
         apply_feature(&mut features, attrs, bit, section, off)?;
     }
@@ -342,5 +361,53 @@ pub fn build_id_entry(rec: Bytes<'_>, misc_bits: u16) -> BuildIdEntry {
         cpumode: misc_bits & misc::CPUMODE_MASK,
         build_id,
         filename: rec.c_str(36).unwrap_or(&[]).to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::perf::error::Offset;
+
+    /// A 104-byte file header with the given attrs, data and feature bits, little-endian.
+    fn header(attrs: (u64, u64), data: (u64, u64), feature_bits: u64) -> Vec<u8> {
+        let mut h = b"PERFILE2".to_vec();
+        for v in [
+            FILE_HEADER_SIZE,
+            136,
+            attrs.0,
+            attrs.1,
+            data.0,
+            data.1,
+            0,
+            0,
+        ] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [feature_bits, 0, 0, 0] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        h
+    }
+
+    /// Header-level errors point at the field that describes the bad section, not at 0.
+    #[test]
+    fn section_errors_give_the_describing_field() {
+        let err = FileHeader::parse(&header((104, 1000), (104, 0), 0)).unwrap_err();
+        assert_eq!(err.offset, Offset::File(24), "{err}");
+        assert!(err.to_string().starts_with("byte offset 24: attrs section"));
+        let err = FileHeader::parse(&header((104, 0), (104, 1000), 0)).unwrap_err();
+        assert_eq!(err.offset, Offset::File(40), "{err}");
+        // One feature (bit 2, BUILD_ID): its table entry right after the (empty) data
+        // section, at 104, points past the end of the file.
+        let mut file = header((104, 0), (104, 0), 1 << feature::BUILD_ID);
+        file.extend_from_slice(&4096u64.to_le_bytes());
+        file.extend_from_slice(&16u64.to_le_bytes());
+        let err = FileHeader::parse(&file).unwrap_err();
+        assert_eq!(err.offset, Offset::File(104), "{err}");
+        assert!(
+            err.to_string().contains("feature section [4096, +16)"),
+            "{err}"
+        );
     }
 }

@@ -19,7 +19,7 @@ pub enum Error {
         line: usize,
         /// What the line should have been.
         expected: TextExpectation,
-        /// The offending line as read (lossily decoded).
+        /// The offending line as read (lossily decoded, cut by [`crate::error::excerpt`]).
         found: String,
     },
     /// A count saturated at 2^64-1 while adding samples (LLVM: "Counter overflow").

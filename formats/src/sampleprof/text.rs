@@ -157,10 +157,17 @@ fn parse_line(input: &[u8], depth: usize) -> Option<Line<'_>> {
 }
 
 /// `COUNT[ TARGET:COUNT]*`, targets found at ":NUM" anchors.
+///
+/// Linear in the line's length: the space that ends a candidate count is found once per
+/// target and reused while the candidate colons stay before it (LLVM searches again for
+/// every colon, quadratic in the colons of a target), and repeated targets are found through
+/// a map once a line has more than a few.
 fn parse_body(mut rest: &[u8], loc: LineLocation) -> Option<Line<'_>> {
+    const FEW_TARGETS: usize = 8;
     let mut n3 = find(rest, b' ');
     let count = parse_u64(substr(rest, 0, n3))?;
     let mut targets: Vec<(&[u8], u64)> = Vec::new();
+    let mut index: HashMap<&[u8], usize> = HashMap::new();
     while n3 != NPOS {
         n3 = n3.wrapping_add(find_first_not_space(tail(rest, n3)));
         rest = tail(rest, n3);
@@ -168,25 +175,41 @@ fn parse_body(mut rest: &[u8], loc: LineLocation) -> Option<Line<'_>> {
         if n3 == NPOS || n3 == 0 {
             return None;
         }
+        // The first space after the candidate colon `n3` (or the end of the line).
+        let mut space = 0;
         let (target, target_count, n4) = loop {
-            let after_colon = tail(rest, n3 + 1);
-            let target = substr(rest, 0, n3);
-            let n4 = match find(after_colon, b' ') {
-                NPOS => rest.len(),
-                n => n3 + n + 1,
-            };
-            if let Some(c) = parse_u64(substr(rest, n3 + 1, n4.wrapping_sub(n3).wrapping_sub(1))) {
-                break (target, c, n4);
+            if space <= n3 {
+                space = match find(tail(rest, n3 + 1), b' ') {
+                    NPOS => rest.len(),
+                    n => n3 + n + 1,
+                };
             }
-            match find(after_colon, b':') {
+            let n4 = space;
+            if let Some(c) = parse_u64(substr(rest, n3 + 1, n4.wrapping_sub(n3).wrapping_sub(1))) {
+                break (substr(rest, 0, n3), c, n4);
+            }
+            match find(tail(rest, n3 + 1), b':') {
                 NPOS => return None,
                 n5 => n3 += n5 + 1,
             }
         };
         // A target repeated on one line: the last count wins (LLVM's DenseMap assignment).
-        match targets.iter_mut().find(|(t, _)| *t == target) {
-            Some(slot) => slot.1 = target_count,
-            None => targets.push((target, target_count)),
+        if targets.len() < FEW_TARGETS {
+            match targets.iter_mut().find(|(t, _)| *t == target) {
+                Some(slot) => slot.1 = target_count,
+                None => targets.push((target, target_count)),
+            }
+        } else {
+            if index.is_empty() {
+                index.extend(targets.iter().enumerate().map(|(i, (t, _))| (*t, i)));
+            }
+            match index.get(target) {
+                Some(&i) => targets[i].1 = target_count,
+                None => {
+                    index.insert(target, targets.len());
+                    targets.push((target, target_count));
+                }
+            }
         }
         if n4 == rest.len() {
             break;
@@ -295,7 +318,7 @@ fn text_error(line: usize, expected: TextExpectation, found: &[u8]) -> Error {
     Error::Text {
         line,
         expected,
-        found: String::from_utf8_lossy(found).into_owned(),
+        found: crate::error::excerpt(found),
     }
 }
 

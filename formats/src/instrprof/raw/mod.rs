@@ -195,6 +195,20 @@ impl<'a> RawReader<'a> {
         }
     }
 
+    /// Checks what LLVM's `RawInstrProfReader::readHeader` checks when the reader is created:
+    /// that the first profile's sections lie inside the file and its binary ids are well
+    /// formed. [`RawReader::read_records`] checks the same again; callers that, like
+    /// `llvm-profdata overlap`, treat a failed reader creation differently from a record error
+    /// call this first.
+    pub fn check_first_header(&mut self) -> Result<()> {
+        let h = self.first;
+        self.sections(&h, 0)?;
+        let before = self.binary_ids.len();
+        let checked = self.read_binary_ids(h.size, h.size + h.binary_ids_size as usize);
+        self.binary_ids.truncate(before);
+        checked
+    }
+
     /// Reads every record of every profile in the file, handing each to `sink` with its name.
     /// On error, the records already handed out stay handed out (as in LLVM).
     pub fn read_records(&mut self, sink: &mut dyn FnMut(&[u8], Record)) -> Result<()> {
