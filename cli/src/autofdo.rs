@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, ValueEnum};
 use engine::autofdo::{self, Style};
-use engine::perf::{aggregate, BinaryInfo, Input, Request, Rules, TraceOrder};
+use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
 use engine::sampleprof::{self, OutputFormat};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
@@ -113,7 +113,7 @@ fn read_traces(args: &Args) -> Result<engine::perf::aggregate::BinaryProfile, Bo
         stream: false,
         trace_order: TraceOrder::default(),
         skylake_fix: false,
-        keep_kernel_entries: true,
+        kernel_entries: KernelEntries::Quipper,
     };
     let total = std::fs::metadata(&args.profile).ok().map(|m| m.len());
     let bar = crate::progress::Bar::bytes(total, "reading");

@@ -199,7 +199,7 @@ impl Symbol {
     /// autofdo's `AddSourceCount` with `MAX`.
     fn add_source_count(&mut self, stack: &[Frame], count: u64) {
         // `Malformed`: the line is before the function's declaration.
-        if stack.is_empty() || stack[0].line < stack[0].start_line {
+        if stack.is_empty() {
             return;
         }
         let s = self.traverse(stack, count);
@@ -316,7 +316,7 @@ pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<
         }
     }
     let aggregated =
-        |m: &FunctionMaps| -> u64 { m.ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum() };
+        |m: &FunctionMaps| -> u64 { m.ranges.iter().map(|(&(b, e), &n)| n * (e - b)).sum() };
     // The symbols to emit (aliases share them): name → symbol.
     let mut symbols: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
     for (name, m) in &maps {
@@ -360,7 +360,7 @@ pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<
             }
             *heads.entry(callee.clone()).or_default() += n;
             let s = &stacks[(from - m.start) as usize];
-            if s.is_empty() || s[0].line < s[0].start_line {
+            if s.is_empty() {
                 continue;
             }
             let inner = sym.traverse(s, 0);
