@@ -129,6 +129,15 @@ impl DebugInfo {
         stack
     }
 
+    /// Every subprogram with code (not inlined instances): its name and address ranges, the
+    /// first as DWARF lists them first (the entry).
+    pub fn subprograms(&self) -> impl Iterator<Item = (&std::sync::Arc<str>, &[(u64, u64)])> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.inlined)
+            .map(|n| (&n.name, n.ranges.as_slice()))
+    }
+
     fn innermost(&self, address: u64) -> Option<usize> {
         let i = self.roots.partition_point(|r| r.0 <= address);
         // The last subprogram range starting at or before the address that contains it.

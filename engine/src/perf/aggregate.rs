@@ -292,6 +292,13 @@ impl Tables {
                     .traces
                     .add_stack(&stack, |_| false, &at, &mut self.batch);
                 stack.iter().filter(is_kernel).count() as u64
+            } else if self.kernel_entries == KernelEntries::OutsideSkipped {
+                let outside =
+                    |e: &formats::perf::BranchEntry| !at.locate(e.from).1 && !at.locate(e.to).1;
+                table
+                    .traces
+                    .add_stack(&stack, outside, &at, &mut self.batch);
+                stack.iter().filter(is_kernel).count() as u64
             } else if self.kernel_entries == KernelEntries::Quipper {
                 let kept = stack.iter().take_while(|e| !is_kernel(e)).count();
                 let newest = formats::perf::BranchStack {
@@ -400,6 +407,10 @@ pub enum KernelEntries {
     /// kernel entry (quipper stops mapping a branch stack at the first address no mmap
     /// covers, and the older entries stay unmapped).
     Quipper,
+    /// As `llvm-profgen` does: an entry with neither end in the binary (the kernel's, another
+    /// DSO's) is left out and its neighbours paired; an entry with one end in the binary stays
+    /// in the chain, its other end as an address outside the binary (0).
+    OutsideSkipped,
 }
 
 /// One binary's profile, in the binary's own addresses.
