@@ -306,6 +306,33 @@ fn test_lbr_equals_llvm_profgen() {
     let (o, t) = (normalized(&mine), normalized(&theirs));
     assert!(o.contains("\n  21: 471 longest_match:501\n"), "{o}");
     assert_eq!(o, t);
+
+    // Named difference, as in the create_llvm_prof style: a store keeps perf2bolt's traces,
+    // which skip every entry with a kernel end, where llvm-profgen keeps an entry with one end
+    // in the binary (a range then ends where the interrupt hit).
+    let store = dir.path().join("p.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let from_store = dir.path().join("store.txt");
+    ours_profgen(&binary, &store, &from_store);
+    let s = normalized(&from_store);
+    let differing: Vec<(&str, &str)> = s.lines().zip(o.lines()).filter(|(a, b)| a != b).collect();
+    assert_eq!(s.lines().count(), o.lines().count());
+    assert_eq!(
+        differing,
+        [
+            ("longest_match:1798786:1548", "longest_match:1798791:1548"),
+            (" 82: 22414", " 82: 22415")
+        ],
+        "store input"
+    );
 }
 
 /// The default style on the clang-19 `-O2 -g -fdebug-info-for-profiling` program (DWARF 5, and
