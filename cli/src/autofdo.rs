@@ -33,22 +33,22 @@ pub enum StyleArg {
 pub struct Args {
     /// The profiled ELF binary, with debug information.
     #[arg(short, long)]
-    binary: PathBuf,
+    pub(crate) binary: PathBuf,
     /// A perf.data capture recorded with branch stacks (`perf record -b`), or a profile store.
     #[arg(short, long)]
-    profile: PathBuf,
+    pub(crate) profile: PathBuf,
     /// The sample profile to write.
     #[arg(short, long)]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Output encoding.
     #[arg(long, value_enum, default_value = "extbinary")]
-    format: Format,
+    pub(crate) format: Format,
     /// Whose conversion rules to follow.
     #[arg(long, value_enum, default_value = "llvm-profgen")]
-    style: StyleArg,
+    pub(crate) style: StyleArg,
     /// Match the binary by file name even when the capture or store names another build-id.
     #[arg(long)]
-    ignore_build_id: bool,
+    pub(crate) ignore_build_id: bool,
 }
 
 pub fn run(args: Args) -> Result<(), BoxError> {

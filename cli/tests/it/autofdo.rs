@@ -307,6 +307,25 @@ fn test_lbr_equals_llvm_profgen() {
     assert!(o.contains("\n  21: 471 longest_match:501\n"), "{o}");
     assert_eq!(o, t);
 
+    // The drop-in: invoked as `llvm-profgen-19`, with llvm-profgen's spellings.
+    let link = dir.path().join("llvm-profgen-19");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_profmill"), &link).unwrap();
+    let drop_in = dir.path().join("drop-in.txt");
+    let args = [
+        format!("--binary={}", binary.display()),
+        format!("--perfdata={}", capture.display()),
+        format!("--output={}", drop_in.display()),
+        "--format=text".to_string(),
+    ];
+    run_ok(Command::new(&link).args(&args));
+    assert_eq!(normalized(&drop_in), t, "drop-in");
+    let refused = run(Command::new(&link)
+        .args(&args)
+        .arg("--update-total-samples"));
+    assert!(!refused.status.success());
+    let e = String::from_utf8_lossy(&refused.stderr);
+    assert!(e.contains("--update-total-samples"), "{e}");
+
     // Named difference, as in the create_llvm_prof style: a store keeps perf2bolt's traces,
     // which skip every entry with a kernel end, where llvm-profgen keeps an entry with one end
     // in the binary (a range then ends where the interrupt hit).
