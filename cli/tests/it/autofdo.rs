@@ -319,6 +319,22 @@ fn test_lbr_equals_llvm_profgen() {
     ];
     run_ok(Command::new(&link).args(&args));
     assert_eq!(normalized(&drop_in), t, "drop-in");
+    // The default format, extbinary: byte for byte llvm-profgen's.
+    let (ext_ours, ext_theirs) = (dir.path().join("ours.ext"), dir.path().join("theirs.ext"));
+    for (tool, out) in [
+        (link.as_os_str(), &ext_ours),
+        (LLVM_PROFGEN_19.as_ref(), &ext_theirs),
+    ] {
+        run_ok(
+            Command::new(tool)
+                .args(&args[..2])
+                .arg(format!("--output={}", out.display())),
+        );
+    }
+    assert!(
+        std::fs::read(&ext_ours).unwrap() == std::fs::read(&ext_theirs).unwrap(),
+        "extbinary differs"
+    );
     let refused = run(Command::new(&link)
         .args(&args)
         .arg("--update-total-samples"));
