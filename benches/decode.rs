@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use engine::perf::aggregate::{aggregate, Request};
+use engine::perf::aggregate::{aggregate, KernelEntries, Request};
 use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
@@ -48,7 +48,7 @@ fn aggregate_capture(c: &mut Criterion) {
 
             skylake_fix: false,
 
-            keep_kernel_entries: false,
+            kernel_entries: KernelEntries::Skip,
             basic: false,
             pid: None,
             ignore_build_id: false,

@@ -7,7 +7,7 @@ use engine::bolt::functions::Functions;
 use engine::bolt::loaded::LoadedBinary;
 use engine::bolt::preagg_legacy::write_preagg_legacy;
 use engine::io::output::write_atomically;
-use engine::perf::aggregate::{aggregate, Aggregation, BinaryProfile, Request};
+use engine::perf::aggregate::{aggregate, Aggregation, BinaryProfile, KernelEntries, Request};
 use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
@@ -162,7 +162,7 @@ fn request(args: &Args) -> Result<Request, BoxError> {
         trace_order: Default::default(),
         // fdata is perf2bolt's output; the other formats record the capture as it is.
         skylake_fix: args.format == Format::Fdata,
-        keep_kernel_entries: false,
+        kernel_entries: KernelEntries::Skip,
     })
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, ValueEnum};
 use engine::autofdo::{self, Style};
-use engine::perf::{aggregate, BinaryInfo, Input, Request, Rules, TraceOrder};
+use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
 use engine::sampleprof::{self, OutputFormat};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
@@ -23,7 +23,7 @@ pub enum Format {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StyleArg {
-    /// llvm-profgen's conversion (not implemented yet).
+    /// llvm-profgen's conversion (LLVM 19, line-number based).
     LlvmProfgen,
     /// create_llvm_prof's conversion (AutoFDO 0.19).
     Autofdo,
@@ -33,39 +33,32 @@ pub enum StyleArg {
 pub struct Args {
     /// The profiled ELF binary, with debug information.
     #[arg(short, long)]
-    binary: PathBuf,
+    pub(crate) binary: PathBuf,
     /// A perf.data capture recorded with branch stacks (`perf record -b`), or a profile store.
     #[arg(short, long)]
-    profile: PathBuf,
+    pub(crate) profile: PathBuf,
     /// The sample profile to write.
     #[arg(short, long)]
-    output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Output encoding.
     #[arg(long, value_enum, default_value = "extbinary")]
-    format: Format,
-    /// Whose conversion rules to follow. Only `autofdo` is implemented so far; it is required
-    /// until the llvm-profgen style, the future default, exists.
-    #[arg(long, value_enum)]
-    style: Option<StyleArg>,
+    pub(crate) format: Format,
+    /// Whose conversion rules to follow.
+    #[arg(long, value_enum, default_value = "llvm-profgen")]
+    pub(crate) style: StyleArg,
     /// Match the binary by file name even when the capture or store names another build-id.
     #[arg(long)]
-    ignore_build_id: bool,
+    pub(crate) ignore_build_id: bool,
 }
 
 pub fn run(args: Args) -> Result<(), BoxError> {
     let style = match args.style {
-        Some(StyleArg::Autofdo) => Style::Autofdo,
-        Some(StyleArg::LlvmProfgen) | None => {
-            return Err(
-                "--style llvm-profgen (the default) is not implemented yet; \
-                        use --style autofdo for create_llvm_prof's conversion"
-                    .into(),
-            )
-        }
+        StyleArg::Autofdo => Style::Autofdo,
+        StyleArg::LlvmProfgen => Style::LlvmProfgen,
     };
     let (binary, traces) = std::thread::scope(|scope| {
         let binary = scope.spawn(|| autofdo::Binary::load(&args.binary));
-        let traces = read_traces(&args);
+        let traces = read_traces(&args, style);
         let binary = binary
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -89,7 +82,10 @@ pub fn run(args: Args) -> Result<(), BoxError> {
 }
 
 /// The binary's LBR traces, from a store or a capture.
-fn read_traces(args: &Args) -> Result<engine::perf::aggregate::BinaryProfile, BoxError> {
+fn read_traces(
+    args: &Args,
+    style: Style,
+) -> Result<engine::perf::aggregate::BinaryProfile, BoxError> {
     if crate::store::is_store(&args.profile) {
         let p = crate::store::profile_for(
             &args.profile,
@@ -113,7 +109,10 @@ fn read_traces(args: &Args) -> Result<engine::perf::aggregate::BinaryProfile, Bo
         stream: false,
         trace_order: TraceOrder::default(),
         skylake_fix: false,
-        keep_kernel_entries: true,
+        kernel_entries: match style {
+            Style::Autofdo => KernelEntries::Quipper,
+            Style::LlvmProfgen => KernelEntries::OutsideSkipped,
+        },
     };
     let total = std::fs::metadata(&args.profile).ok().map(|m| m.len());
     let bar = crate::progress::Bar::bytes(total, "reading");

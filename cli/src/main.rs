@@ -7,6 +7,7 @@ mod demo;
 mod llvm_cl;
 mod llvm_profdata;
 mod llvm_profdata_sample;
+mod llvm_profgen;
 mod merge_fdata;
 mod perf2bolt;
 mod progress;
@@ -79,10 +80,11 @@ enum Personality {
     Perf2bolt,
     MergeFdata,
     LlvmProfdata,
+    LlvmProfgen,
 }
 
-/// The personality of a program name: its file name is `perf2bolt`, `merge-fdata` or
-/// `llvm-profdata`, bare or versioned as distributions install them (`perf2bolt-22`,
+/// The personality of a program name: its file name is `perf2bolt`, `merge-fdata`,
+/// `llvm-profdata` or `llvm-profgen`, bare or versioned as distributions install them (`perf2bolt-22`,
 /// `llvm-profdata-19`, `merge-fdata-19.1`), optionally with `.exe`.
 fn personality(argv0: &std::ffi::OsStr) -> Option<Personality> {
     let name = std::path::Path::new(argv0).file_name()?.to_str()?;
@@ -91,6 +93,7 @@ fn personality(argv0: &std::ffi::OsStr) -> Option<Personality> {
         ("perf2bolt", Personality::Perf2bolt),
         ("merge-fdata", Personality::MergeFdata),
         ("llvm-profdata", Personality::LlvmProfdata),
+        ("llvm-profgen", Personality::LlvmProfgen),
     ]
     .into_iter()
     .find_map(|(tool, personality)| {
@@ -111,6 +114,7 @@ fn main() -> ExitCode {
         Some(Personality::Perf2bolt) => return finish(perf2bolt::run(&args)),
         Some(Personality::MergeFdata) => return merge_fdata::main(args, "merge-fdata"),
         Some(Personality::LlvmProfdata) => return finish(llvm_profdata::run_args(args)),
+        Some(Personality::LlvmProfgen) => return finish(llvm_profgen::run(&args)),
         None => {}
     }
     let result = match Cli::parse().command {
@@ -164,6 +168,7 @@ mod tests {
                 Some(Personality::LlvmProfdata),
             ),
             ("llvm-profdata.exe", Some(Personality::LlvmProfdata)),
+            ("/usr/bin/llvm-profgen-19", Some(Personality::LlvmProfgen)),
             ("perf2bolt-22.exe", Some(Personality::Perf2bolt)),
             ("profmill", None),
             ("/usr/lib/llvm-22/bin/profmill", None),

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use engine::perf::aggregate::{aggregate, Request};
+use engine::perf::aggregate::{aggregate, KernelEntries, Request};
 use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
@@ -201,7 +201,7 @@ fn read_capture(
         // Symbolization walks traces by their start.
         trace_order: engine::perf::aggregate::TraceOrder::ByStart,
         skylake_fix: true,
-        keep_kernel_entries: false,
+        kernel_entries: KernelEntries::Skip,
     };
     let input = if o.input == Path::new("-") {
         Input::stream("<stdin>", std::io::stdin())

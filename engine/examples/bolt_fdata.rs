@@ -3,7 +3,7 @@
 
 use engine::bolt::{write_fdata, LoadedBinary};
 use engine::io::NoProgress;
-use engine::perf::{aggregate, BinaryInfo, Input, Request, Rules, TraceOrder};
+use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         skylake_fix: false,
 
-        keep_kernel_entries: false,
+        kernel_entries: KernelEntries::Skip,
         basic: false,
         pid: None,
         ignore_build_id: false,

@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use engine::io::NoProgress;
-use engine::perf::{aggregate, write_preagg, BinaryInfo, Input, Request, Rules, TraceOrder};
+use engine::perf::{
+    aggregate, write_preagg, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder,
+};
 
 /// Copies this executable into `dir` and writes a synthetic LBR capture that follows its
 /// control flow (as `profmill demo` does); returns (binary, capture).
@@ -46,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         skylake_fix: false,
 
-        keep_kernel_entries: false,
+        kernel_entries: KernelEntries::Skip,
         basic: false,
         pid: None,
         ignore_build_id: false,

@@ -32,6 +32,8 @@ pub const LLVM_OBJCOPY_19: &str = "/usr/lib/llvm-19/bin/llvm-objcopy";
 pub const LLVM_PROFDATA_19: &str = "/usr/lib/llvm-19/bin/llvm-profdata";
 /// llvm-profdata from LLVM 22 (Debian package `llvm-22`), for options newer than LLVM 19.
 pub const LLVM_PROFDATA_22: &str = "/usr/lib/llvm-22/bin/llvm-profdata";
+/// llvm-profgen from LLVM 19 (Debian package `llvm-19`); `--perfdata` runs [`PERF`].
+pub const LLVM_PROFGEN_19: &str = "/usr/lib/llvm-19/bin/llvm-profgen";
 /// clang 19's C compiler, found on `PATH` (Debian package `clang-19`).
 pub const CLANG_19: &str = "clang-19";
 /// clang 19's C++ compiler, found on `PATH` (Debian package `clang-19`).

@@ -45,8 +45,9 @@ impl Node {
 /// A binary's line table and inline tree.
 #[derive(Debug, Default)]
 pub struct DebugInfo {
-    /// (address, line, discriminator) sorted by address; line 0: no line information from
-    /// that address on (end of a sequence, or a line-0 row).
+    /// (address, line, discriminator) sorted by address; line [`NO_LINE`]: no line
+    /// information from that address on (the end of a sequence). Line-0 rows (code the
+    /// compiler attributes to no line) are kept: create_llvm_prof counts them at line 0.
     rows: Vec<(u64, u32, u32)>,
     nodes: Vec<Node>,
     /// (begin, end, node) of every subprogram range, sorted.
@@ -93,7 +94,7 @@ impl DebugInfo {
             return stack;
         }
         let (_, line, disc) = self.rows[i - 1];
-        if line == 0 {
+        if line == NO_LINE {
             return stack;
         }
         let leaf = self.innermost(address);
@@ -128,6 +129,15 @@ impl DebugInfo {
         stack
     }
 
+    /// Every subprogram with code (not inlined instances): its name and address ranges, the
+    /// first as DWARF lists them first (the entry).
+    pub fn subprograms(&self) -> impl Iterator<Item = (&std::sync::Arc<str>, &[(u64, u64)])> {
+        self.nodes
+            .iter()
+            .filter(|n| !n.inlined)
+            .map(|n| (&n.name, n.ranges.as_slice()))
+    }
+
     fn innermost(&self, address: u64) -> Option<usize> {
         let i = self.roots.partition_point(|r| r.0 <= address);
         // The last subprogram range starting at or before the address that contains it.
@@ -149,6 +159,9 @@ impl DebugInfo {
     }
 }
 
+/// The line of a row that ends a sequence: no line information from its address on.
+const NO_LINE: u32 = u32::MAX;
+
 /// Which row describes an address that several rows of the line table start at.
 const LAST_ROW_WINS: bool = true;
 
@@ -166,7 +179,7 @@ fn decode(dwarf: &gimli::Dwarf<R<'_>>, info: &mut DebugInfo) -> gimli::Result<()
             let mut sequence = Vec::new();
             while let Some((_, row)) = rows.next_row()? {
                 if row.end_sequence() {
-                    sequence.push((row.address(), 0, 0));
+                    sequence.push((row.address(), NO_LINE, 0));
                     // Sequences at address 0 are discarded functions (--gc-sections).
                     if sequence.first().is_some_and(|r| r.0 != 0) {
                         rows_all.extend_from_slice(&sequence);
@@ -182,14 +195,14 @@ fn decode(dwarf: &gimli::Dwarf<R<'_>>, info: &mut DebugInfo) -> gimli::Result<()
         let root = tree.root()?;
         walk(dwarf, &units, ui, root, None, info, &mut names)?;
     }
-    // Rows at one address: one wins (LAST_ROW_WINS), except that a sequence's end (line 0)
-    // does not hide a row with a line.
+    // Rows at one address: one wins (LAST_ROW_WINS), except that a sequence's end does not
+    // hide a row with a line.
     rows_all.sort_by_key(|r| r.0);
     let mut rows: Vec<(u64, u32, u32)> = Vec::with_capacity(rows_all.len());
     for r in rows_all {
         match rows.last_mut() {
             Some(last) if last.0 == r.0 => {
-                if last.1 == 0 || (r.1 != 0 && LAST_ROW_WINS) {
+                if last.1 == NO_LINE || (r.1 != NO_LINE && LAST_ROW_WINS) {
                     *last = r;
                 }
             }

@@ -9,6 +9,7 @@
 //! first byte. What is exact and what is not is in docs/autofdo.md.
 
 mod dwarf;
+mod profgen;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,7 +30,8 @@ pub enum Style {
     /// `create_llvm_prof` (google/autofdo 0.19).
     #[default]
     Autofdo,
-    /// `llvm-profgen` (not implemented yet).
+    /// `llvm-profgen` (LLVM 19, line-number based): read the capture with
+    /// [`KernelEntries::OutsideSkipped`](crate::perf::KernelEntries::OutsideSkipped).
     LlvmProfgen,
 }
 
@@ -47,6 +49,8 @@ pub struct Binary {
     /// first name at an address → the other names there.
     aliases: BTreeMap<Arc<str>, Vec<Arc<str>>>,
     debug: DebugInfo,
+    /// The instructions, as llvm-profgen disassembles them.
+    code: profgen::Code,
 }
 
 impl Binary {
@@ -92,10 +96,12 @@ impl Binary {
             return Err(bad("no function symbols (is it stripped?)".into()));
         }
         let debug = DebugInfo::parse(data).map_err(bad)?;
+        let code = profgen::Code::decode(&file);
         Ok(Binary {
             symbols,
             aliases,
             debug,
+            code,
         })
     }
 
@@ -198,8 +204,8 @@ impl Symbol {
 
     /// autofdo's `AddSourceCount` with `MAX`.
     fn add_source_count(&mut self, stack: &[Frame], count: u64) {
-        // `Malformed`: the line is before the function's declaration.
-        if stack.is_empty() || stack[0].line < stack[0].start_line {
+        // Lines before the function's declaration (line-0 rows) count too.
+        if stack.is_empty() {
             return;
         }
         let s = self.traverse(stack, count);
@@ -258,9 +264,7 @@ struct FunctionMaps {
 /// not implemented or the traces hold no range in the binary.
 pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<(Profile, Report)> {
     if style == Style::LlvmProfgen {
-        return Err(Error::Mismatch(
-            "--style llvm-profgen is not implemented yet (use --style autofdo)".into(),
-        ));
+        return profgen::profile(binary, traces);
     }
     // autofdo's sample reader: ranges [to of entry i, from of entry i-1], branches.
     let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
@@ -316,7 +320,7 @@ pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<
         }
     }
     let aggregated =
-        |m: &FunctionMaps| -> u64 { m.ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum() };
+        |m: &FunctionMaps| -> u64 { m.ranges.iter().map(|(&(b, e), &n)| n * (e - b)).sum() };
     // The symbols to emit (aliases share them): name → symbol.
     let mut symbols: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
     for (name, m) in &maps {
@@ -360,7 +364,7 @@ pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<
             }
             *heads.entry(callee.clone()).or_default() += n;
             let s = &stacks[(from - m.start) as usize];
-            if s.is_empty() || s[0].line < s[0].start_line {
+            if s.is_empty() {
                 continue;
             }
             let inner = sym.traverse(s, 0);

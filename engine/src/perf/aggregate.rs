@@ -128,8 +128,10 @@ pub struct Tables {
     /// Apply perf2bolt's Skylake workaround to the binaries that have translation tables (and,
     /// before the binaries are known, to every stack).
     skylake_fix: bool,
-    /// See [`Request::keep_kernel_entries`].
-    keep_kernel_entries: bool,
+    /// See [`Request::kernel_entries`]. Once the side band is known, [`KernelEntries::Quipper`]
+    /// is [`KernelEntries::Keep`] when the capture maps the kernel and means "the stack ends
+    /// before its first kernel entry" otherwise.
+    kernel_entries: KernelEntries,
     /// Memory samples (raw pid, pc and data address) of the events `mem_events` flags
     /// (all events when their names are not known yet).
     mem: HashMap<MemKey, u64>,
@@ -285,10 +287,30 @@ impl Tables {
                 };
                 table.traces.add_stack(&stack, skip, &at, &mut self.batch);
                 kernel.get()
-            } else if self.keep_kernel_entries {
+            } else if self.kernel_entries == KernelEntries::Keep {
                 table
                     .traces
                     .add_stack(&stack, |_| false, &at, &mut self.batch);
+                stack.iter().filter(is_kernel).count() as u64
+            } else if self.kernel_entries == KernelEntries::OutsideSkipped {
+                let outside =
+                    |e: &formats::perf::BranchEntry| !at.locate(e.from).1 && !at.locate(e.to).1;
+                table
+                    .traces
+                    .add_stack(&stack, outside, &at, &mut self.batch);
+                stack.iter().filter(is_kernel).count() as u64
+            } else if self.kernel_entries == KernelEntries::Quipper {
+                let kept = stack.iter().take_while(|e| !is_kernel(e)).count();
+                let newest = formats::perf::BranchStack {
+                    entries: formats::bytes::Bytes {
+                        data: &stack.entries.data[..kept * formats::perf::BranchEntry::SIZE],
+                        endian: stack.entries.endian,
+                    },
+                    hw_index: stack.hw_index,
+                };
+                table
+                    .traces
+                    .add_stack(&newest, |_| false, &at, &mut self.batch);
                 stack.iter().filter(is_kernel).count() as u64
             } else {
                 table
@@ -367,10 +389,28 @@ pub struct Request {
     /// sample (a capture without one is read again without the workaround); perf2bolt starts
     /// at the first one, which differs only when samples of fewer entries come first.
     pub skylake_fix: bool,
-    /// Keep branch entries of the kernel in the chain, as addresses outside the binary (0),
-    /// instead of skipping them (perf2bolt's `--ignore-interrupt-lbr`): AutoFDO's tools do not
-    /// pair a user entry with the next user entry across a kernel entry.
-    pub keep_kernel_entries: bool,
+    /// What a branch entry of the kernel does to the chain of a sample's traces.
+    pub kernel_entries: KernelEntries,
+}
+
+/// What a branch entry with a kernel address does to the chain of a sample's traces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelEntries {
+    /// Left out, its neighbours paired (perf2bolt's `--ignore-interrupt-lbr`).
+    #[default]
+    Skip,
+    /// Kept in the chain as addresses outside the binary (0): no trace pairs a user entry
+    /// with the next user entry across it.
+    Keep,
+    /// As `create_llvm_prof`'s reader (quipper) does: [`KernelEntries::Keep`] when the capture
+    /// maps the kernel (an MMAP of pid −1), else the sample's stack ends before its first
+    /// kernel entry (quipper stops mapping a branch stack at the first address no mmap
+    /// covers, and the older entries stay unmapped).
+    Quipper,
+    /// As `llvm-profgen` does: an entry with neither end in the binary (the kernel's, another
+    /// DSO's) is left out and its neighbours paired; an entry with one end in the binary stays
+    /// in the chain, its other end as an address outside the binary (0).
+    OutsideSkipped,
 }
 
 /// One binary's profile, in the binary's own addresses.
@@ -443,7 +483,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
             return Tables {
                 basic: req.basic,
                 skylake_fix: skylake_for_all,
-                keep_kernel_entries: req.keep_kernel_entries,
+                kernel_entries: req.kernel_entries,
                 ..Default::default()
             };
         };
@@ -454,7 +494,12 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
                 basic,
                 mem_events,
                 skylake_fix: req.skylake_fix,
-                keep_kernel_entries: req.keep_kernel_entries,
+                kernel_entries: match req.kernel_entries {
+                    KernelEntries::Quipper if side.mmaps.iter().any(|m| m.pid == u32::MAX) => {
+                        KernelEntries::Keep
+                    }
+                    k => k,
+                },
                 per_binary: presized_tables(&r.binaries, req.threads, side, basic),
                 resolver: Some(r.clone()),
                 ..Default::default()
@@ -463,7 +508,7 @@ pub fn aggregate(input: &Input, req: &Request, progress: &dyn Progress) -> Resul
                 basic,
                 mem_events,
                 skylake_fix: skylake_for_all,
-                keep_kernel_entries: req.keep_kernel_entries,
+                kernel_entries: req.kernel_entries,
                 ..Default::default()
             },
         }

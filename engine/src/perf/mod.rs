@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use engine::io::progress::NoProgress;
-//! use engine::perf::{aggregate, BinaryInfo, Input, Request, Rules, TraceOrder};
+//! use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // A small synthetic LBR capture of this very executable.
@@ -36,7 +36,7 @@
 //!     discover: None,
 
 //!     skylake_fix: false,
-//!     keep_kernel_entries: false,
+//!     kernel_entries: KernelEntries::Skip,
 //!     basic: false,
 //!     pid: None,
 //!     ignore_build_id: false,
@@ -69,7 +69,7 @@ pub mod store;
 pub mod table;
 
 pub use aggregate::{
-    aggregate, Aggregation, BinaryProfile, MemSample, Request, SampleStats, Tables,
+    aggregate, Aggregation, BinaryProfile, KernelEntries, MemSample, Request, SampleStats, Tables,
 };
 pub use binary::BinaryInfo;
 pub use capture::{read_capture, Input, ReadOptions, SideBand, Sink};

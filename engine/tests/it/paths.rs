@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use engine::perf::aggregate::{aggregate, Request};
+use engine::perf::aggregate::{aggregate, KernelEntries, Request};
 use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
@@ -21,7 +21,7 @@ fn profiles(
 
         skylake_fix: false,
 
-        keep_kernel_entries: false,
+        kernel_entries: KernelEntries::Skip,
         basic,
         pid: None,
         ignore_build_id: false,
