@@ -119,7 +119,17 @@ pub fn capture(data: &[u8], pipe: bool) -> (usize, usize) {
                     threads: 2,
                     stream,
                     trace_order: TraceOrder::ByStart,
+                    discover: None,
+                    kernel_entries: Default::default(),
+                    skylake_fix: true,
                 };
+                // The binary-free path too: every mapped file, in file offsets.
+                let everything = Request {
+                    binaries: Vec::new(),
+                    discover: Some(Vec::new()),
+                    ..req.clone()
+                };
+                let _ = aggregate(&input(data), &everything, &NoProgress);
                 let Ok(aggregation) = aggregate(&input(data), &req, &NoProgress) else {
                     continue;
                 };
