@@ -638,28 +638,32 @@ impl<'a, R: Row> Cursor<'a, R> {
                 self.next_block()?;
                 continue;
             };
-            let row = block
-                .next_row(&self.bytes)
+            let from = self.ahead.len();
+            let want = rows - (from - self.taken);
+            let more = block
+                .next_rows(&self.bytes, &mut self.ahead, want)
                 .map_err(|e| TableError::Store(self.at, e))?;
-            let Some(mut row) = row else {
+            if let Some(first) = self.ahead.get(from) {
+                // Rows increase within a block (checked there) and across blocks (here).
+                if self.last.is_some_and(|last| last >= first.packed_key()) {
+                    let s = block.section();
+                    let e = StoreError {
+                        offset: s.offset,
+                        section: Some((R::KIND, s.binary, s.block)),
+                        kind: StoreErrorKind::Unsorted,
+                    };
+                    return Err(TableError::Store(self.at, e));
+                }
+                self.last = self.ahead.last().map(Row::packed_key);
+                if self.input.weight != 1 {
+                    for row in &mut self.ahead[from..] {
+                        *saturated |= !row.scale_counts(self.input.weight);
+                    }
+                }
+            }
+            if !more {
                 self.block = None;
-                continue;
-            };
-            let key = row.packed_key();
-            if self.last.is_some_and(|last| last >= key) {
-                let s = block.section();
-                let e = StoreError {
-                    offset: s.offset,
-                    section: Some((R::KIND, s.binary, s.block)),
-                    kind: StoreErrorKind::Unsorted,
-                };
-                return Err(TableError::Store(self.at, e));
             }
-            self.last = Some(key);
-            if self.input.weight != 1 {
-                *saturated |= !row.scale_counts(self.input.weight);
-            }
-            self.ahead.push(row);
         }
         Ok(())
     }

@@ -371,6 +371,47 @@ impl<R: Row> BlockCursor<R> {
         self.left -= 1;
         Ok(Some(row))
     }
+
+    /// Appends up to `max` of the next rows of the block whose bytes are `bytes` (the same on
+    /// every call) to `out`; returns whether rows are left (having checked, when none are,
+    /// that the block ends there).
+    #[inline]
+    pub fn next_rows(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<R>,
+        max: usize,
+    ) -> Result<bool, StoreError> {
+        let rest = bytes.get(self.pos..).unwrap_or_default();
+        let start = self.offset();
+        let mut reader = Reader::at(rest, Endian::Little, start);
+        let n = self.left.min(max as u64);
+        let mut prev = self.prev;
+        for _ in 0..n {
+            let at = reader.offset();
+            let row =
+                R::decode(&prev.unwrap_or_default(), &mut reader).map_err(|e| match e.kind {
+                    crate::bytes::ReadErrorKind::UnexpectedEof => {
+                        self.section.error(e.offset, StoreErrorKind::RowCount)
+                    }
+                    _ => self.section.read_error(e),
+                })?;
+            if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
+                return Err(self.section.error(at, StoreErrorKind::Unsorted));
+            }
+            prev = Some(row);
+            out.push(row);
+        }
+        self.pos += (reader.offset() - start) as usize;
+        self.prev = prev;
+        self.left -= n;
+        if self.left == 0 && !reader.is_empty() {
+            return Err(self
+                .section
+                .error(reader.offset(), StoreErrorKind::RowCount));
+        }
+        Ok(self.left > 0)
+    }
 }
 
 /// The rows of one table block, decoded as they are iterated; the checksum is verified
