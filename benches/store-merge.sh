@@ -14,9 +14,10 @@ fleet=${3:-20}
 work=${4:-/tmp/profmill-store-bench}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --manifest-path "$root/Cargo.toml" -p profmill -p profmill-corpus --example gen_lbr
-binary=${5:-$root/target/release/examples/gen_lbr}
-pm="$root/target/release/profmill"
-gen="$root/target/release/examples/gen_lbr"
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+binary=${5:-$target_dir/release/examples/gen_lbr}
+pm="$target_dir/release/profmill"
+gen="$target_dir/release/examples/gen_lbr"
 mkdir -p "$work/captures" "$work/stores" "$work/fdata"
 bin="$work/target"
 cp "$binary" "$bin"

@@ -321,6 +321,13 @@ impl<'a> Reader<'a> {
     /// bit must carry zero payload, and more than 64 bits of payload is an error.
     #[inline]
     pub fn uleb128(&mut self) -> Result<u64, ReadError> {
+        // Most values of delta-encoded tables fit a byte.
+        if let Some(&byte) = self.data.first() {
+            if byte < 0x80 {
+                self.advance(1);
+                return Ok(u64::from(byte));
+            }
+        }
         let mut value = 0u64;
         let mut shift = 0u32;
         for (i, &byte) in self.data.iter().enumerate() {

@@ -7,12 +7,13 @@
 //! segments, the inverse of the conversion here, so a profile goes through a store unchanged.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::store::{
-    BinaryMeta, IpRow, MemRow, ReturnRow, Row, Store, StoreError, StoreMeta, StoreWriter, TraceRow,
+    BinaryMeta, BlockCursor, IpRow, MemRow, ReturnRow, Row, Section, Store, StoreError,
+    StoreErrorKind, StoreIndex, StoreMeta, StoreWriter, TraceRow,
 };
 
 use crate::error::{io_error, Error, Result};
@@ -410,87 +411,175 @@ pub struct MergeReport {
     pub saturated: bool,
 }
 
-/// One input's rows of one table, scaled by the input's weight.
-struct Cursor<'a, R: Row> {
-    rows: formats::store::TableRows<'a, R>,
+/// One input of a merge: its file, kept open (or, past the open-file limit, reopened for each
+/// read), and its index — metadata and where every block is, without the blocks.
+struct MergeInput {
+    path: PathBuf,
+    file: Option<File>,
+    index: StoreIndex,
     weight: u64,
-    input: usize,
 }
 
-impl<R: Row> Cursor<'_, R> {
-    /// The next row, its counts scaled; records a saturation in `saturated`.
-    #[inline]
-    fn next(&mut self, saturated: &mut bool) -> std::result::Result<Option<R>, TableError> {
-        match self.rows.next_row() {
-            Ok(None) => Ok(None),
-            Err(e) => Err(TableError::Store(self.input, e)),
-            Ok(Some(mut row)) => {
-                if self.weight != 1 {
-                    *saturated |= !row.scale_counts(self.weight);
-                }
-                Ok(Some(row))
-            }
+impl MergeInput {
+    /// Opens `input`, keeping the file open if `keep`; reads its index.
+    fn open(input: &WeightedInput, keep: bool) -> Result<(MergeInput, bool)> {
+        let path = &input.path;
+        let file = File::open(path).map_err(io_error(path))?;
+        let len = file.metadata().map_err(io_error(path))?.len();
+        let read = |offset: u64, len: usize| -> std::result::Result<Vec<u8>, IndexError> {
+            let mut buf = vec![0; len];
+            read_exact_at(&file, &mut buf, offset)?;
+            Ok(buf)
+        };
+        let index = StoreIndex::read(len, read).map_err(|e| match e {
+            IndexError::Io(e) => io_error(path)(e),
+            IndexError::Store(e) => Error::Store {
+                path: path.clone(),
+                source: e,
+            },
+        })?;
+        let input = MergeInput {
+            path: path.clone(),
+            file: keep.then_some(file),
+            index,
+            weight: input.weight.max(1),
+        };
+        Ok((input, keep))
+    }
+
+    /// Reads `section`'s bytes into `buf`.
+    fn read(&self, section: &Section, buf: &mut Vec<u8>) -> std::io::Result<()> {
+        buf.clear();
+        buf.resize(section.length as usize, 0);
+        match &self.file {
+            Some(f) => read_exact_at(f, buf, section.offset),
+            None => read_exact_at(&File::open(&self.path)?, buf, section.offset),
         }
     }
 }
 
-/// A cursor's current row, ordered for a min-heap by key, then input.
-struct Head<R: Row> {
-    row: R,
-    input: usize,
+/// Opens every input: files stay open while the process may open more (leaving a margin for
+/// the output and whatever else the process needs); past that, inputs are reopened for each
+/// block they read, so any number of inputs merges under any `ulimit -n`.
+fn open_inputs(inputs: &[WeightedInput], keep_at_most: usize) -> Result<Vec<MergeInput>> {
+    const MARGIN: usize = 32;
+    let mut opened = Vec::with_capacity(inputs.len());
+    let mut keep = true;
+    for input in inputs {
+        let first = MergeInput::open(input, keep && opened.len() < keep_at_most);
+        let (m, kept) = match first {
+            Err(Error::Io { source, .. }) if keep && is_out_of_files(&source) => {
+                // Out of file descriptors: close a margin's worth and keep no more.
+                keep = false;
+                let from = opened.len().saturating_sub(MARGIN);
+                for m in &mut opened[from..] {
+                    let m: &mut MergeInput = m;
+                    m.file = None;
+                }
+                MergeInput::open(input, false)?
+            }
+            other => other?,
+        };
+        keep &= kept;
+        opened.push(m);
+    }
+    Ok(opened)
 }
 
-impl<R: Row> PartialEq for Head<R> {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
+/// Whether `e` says that the process or the system may open no more files.
+fn is_out_of_files(e: &std::io::Error) -> bool {
+    // EMFILE and ENFILE (Linux, the BSDs and macOS agree on both).
+    matches!(e.raw_os_error(), Some(23 | 24))
+}
+
+/// Reads exactly `buf.len()` bytes of `file` at `offset`, leaving its position alone.
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut f = file;
+        f.seek(SeekFrom::Start(offset))?;
+        f.read_exact(buf)
     }
 }
-impl<R: Row> Eq for Head<R> {}
-impl<R: Row> PartialOrd for Head<R> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
+
+/// A store index read from a file: the file's error or the store's.
+enum IndexError {
+    Io(std::io::Error),
+    Store(StoreError),
+}
+
+impl From<std::io::Error> for IndexError {
+    fn from(e: std::io::Error) -> Self {
+        IndexError::Io(e)
     }
 }
-impl<R: Row> Ord for Head<R> {
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.row.key_cmp(&self.row).then(o.input.cmp(&self.input))
+
+impl From<StoreError> for IndexError {
+    fn from(e: StoreError) -> Self {
+        IndexError::Store(e)
     }
 }
 
 /// Merges stores: every binary of every input, counts multiplied by the input's weight and
-/// summed (saturating at 2^64 − 1). A k-way merge that decodes one row per input at a time and
-/// never builds the merged tables in memory; the inputs themselves are read whole (small files)
-/// or mapped, so resident memory still includes their bytes (132 MB peak for 1,000 partials of
-/// 98 MB). The output depends only on the sum: any order or grouping of the same inputs gives
-/// the same bytes.
+/// summed (saturating at 2^64 − 1). Each input's tables are read a block at a time (one block
+/// of each input in memory), in key ranges cut at the blocks' first keys; each range's rows
+/// are summed in a hash table and sorted by one thread while another encodes and writes the
+/// previous range, so memory is bounded by the number of inputs times the block size, never
+/// by the data. The output depends only on the sum: any order or grouping of the same inputs
+/// gives the same bytes.
 pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeReport> {
-    let files = inputs
-        .iter()
-        .map(|i| StoreFile::open(&i.path))
-        .collect::<Result<Vec<_>>>()?;
-    let stores = files
-        .iter()
-        .map(StoreFile::store)
-        .collect::<Result<Vec<_>>>()?;
+    merge_stores_with(inputs, output, MergeTuning::default())
+}
+
+/// Knobs of the merge that change its speed and memory, never its output (the tests turn them
+/// to their extremes).
+#[derive(Clone, Copy, Debug)]
+struct MergeTuning {
+    /// Rows decoded ahead per input (a key range holds at most this many of each input).
+    rows_ahead: usize,
+    /// Inputs whose files stay open; the others are reopened for every block.
+    open_files: usize,
+}
+
+impl Default for MergeTuning {
+    fn default() -> Self {
+        MergeTuning {
+            rows_ahead: 128,
+            open_files: usize::MAX,
+        }
+    }
+}
+
+fn merge_stores_with(
+    inputs: &[WeightedInput],
+    output: &Path,
+    tuning: MergeTuning,
+) -> Result<MergeReport> {
+    let files = open_inputs(inputs, tuning.open_files)?;
     let mut meta = StoreMeta::default();
-    for (s, input) in stores.iter().zip(inputs) {
+    for f in &files {
+        let m = f.index.meta();
         meta.captures = meta
             .captures
-            .saturating_add(s.meta().captures.saturating_mul(input.weight.max(1)));
-        meta.hosts.extend(s.meta().hosts.iter().cloned());
+            .saturating_add(m.captures.saturating_mul(f.weight));
+        meta.hosts.extend(m.hosts.iter().cloned());
     }
     meta.hosts.sort();
     meta.hosts.dedup();
     // Every binary of every input, in identity order: (meta, [(input, index in that input)]).
     let mut binaries: Vec<(BinaryMeta, Vec<(usize, usize)>)> = Vec::new();
     let mut all: Vec<(BinaryMeta, usize, usize)> = Vec::new();
-    for (i, s) in stores.iter().enumerate() {
-        for (b, (m, _)) in s.binaries().iter().enumerate() {
+    for (i, f) in files.iter().enumerate() {
+        for (b, (m, _)) in f.index.binaries().iter().enumerate() {
             let mut m = m.clone();
             // A weight stands for that many copies of the input: its summary counts scale too.
-            let weight = inputs[i].weight.max(1);
-            m.samples = m.samples.saturating_mul(weight);
-            m.processes = m.processes.saturating_mul(weight);
+            m.samples = m.samples.saturating_mul(f.weight);
+            m.processes = m.processes.saturating_mul(f.weight);
             all.push((m, i, b));
         }
     }
@@ -508,27 +597,29 @@ pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeRepo
         binaries: binaries.len(),
         saturated: false,
     };
-    let error = |i: usize| {
-        let path = inputs[i].path.clone();
-        move |e| Error::Store { path, source: e }
-    };
     let mut failure: Option<Error> = None;
     write_atomically(output, |out| {
         let mut w = StoreWriter::new(out)?;
         w.meta(&meta)?;
         for (m, parts) in &binaries {
             let b = w.binary(m)?;
-            let r = merge_table::<_, TraceRow>(&mut w, b, &stores, inputs, parts)
-                .and_then(|s| Ok(s | merge_table::<_, IpRow>(&mut w, b, &stores, inputs, parts)?))
-                .and_then(|s| Ok(s | merge_table::<_, MemRow>(&mut w, b, &stores, inputs, parts)?))
-                .and_then(|s| {
-                    Ok(s | merge_table::<_, ReturnRow>(&mut w, b, &stores, inputs, parts)?)
-                });
+            let t = tuning.rows_ahead;
+            let r = merge_table::<_, TraceRow>(&mut w, b, &files, parts, t)
+                .and_then(|s| Ok(s | merge_table::<_, IpRow>(&mut w, b, &files, parts, t)?))
+                .and_then(|s| Ok(s | merge_table::<_, MemRow>(&mut w, b, &files, parts, t)?))
+                .and_then(|s| Ok(s | merge_table::<_, ReturnRow>(&mut w, b, &files, parts, t)?));
             match r {
                 Ok(saturated) => report.saturated |= saturated,
                 Err(TableError::Io(e)) => return Err(e),
+                Err(TableError::Input(i, e)) => {
+                    failure = Some(io_error(&files[i].path)(e));
+                    return Err(std::io::Error::other("a store input cannot be read"));
+                }
                 Err(TableError::Store(i, e)) => {
-                    failure = Some(error(i)(e));
+                    failure = Some(Error::Store {
+                        path: files[i].path.clone(),
+                        source: e,
+                    });
                     return Err(std::io::Error::other("a store input is corrupt"));
                 }
             }
@@ -540,7 +631,11 @@ pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeRepo
 }
 
 enum TableError {
+    /// Writing the output.
     Io(std::io::Error),
+    /// Reading input `.0`.
+    Input(usize, std::io::Error),
+    /// Input `.0` is corrupt.
     Store(usize, StoreError),
 }
 
@@ -550,57 +645,256 @@ impl From<std::io::Error> for TableError {
     }
 }
 
-/// Merges one table of one binary from its `parts`; returns whether a count saturated.
-fn merge_table<W: std::io::Write, R: Row + 'static>(
-    w: &mut StoreWriter<W>,
-    binary: u32,
-    stores: &[Store<'_>],
-    inputs: &[WeightedInput],
-    parts: &[(usize, usize)],
-) -> std::result::Result<bool, TableError> {
-    let mut cursors: Vec<Cursor<'_, R>> = parts
-        .iter()
-        .map(|&(i, b)| Cursor {
-            rows: stores[i].rows::<R>(b),
-            weight: inputs[i].weight.max(1),
-            input: i,
-        })
-        .collect();
-    let mut saturated = false;
-    let mut heap = BinaryHeap::with_capacity(cursors.len());
-    for (k, c) in cursors.iter_mut().enumerate() {
-        if let Some(row) = c.next(&mut saturated)? {
-            heap.push(Head { row, input: k });
+/// One input's rows of one table, read a block at a time and decoded a few rows ahead.
+struct Cursor<'a, R: Row> {
+    input: &'a MergeInput,
+    /// Index of the input, for errors.
+    at: usize,
+    blocks: std::slice::Iter<'a, Section>,
+    /// The current block's bytes and where its decoding stands.
+    bytes: Vec<u8>,
+    block: Option<BlockCursor<R>>,
+    /// Rows decoded ahead (counts scaled); `ahead[taken..]` are not merged yet.
+    ahead: Vec<R>,
+    taken: usize,
+    /// The last row decoded, to check the order across blocks.
+    last: Option<[u64; 3]>,
+    /// Whether every row of the table is decoded.
+    done: bool,
+}
+
+impl<'a, R: Row> Cursor<'a, R> {
+    fn new(input: &'a MergeInput, at: usize, binary: usize) -> Self {
+        let blocks = input.index.binaries()[binary].1.blocks(R::KIND);
+        Cursor {
+            input,
+            at,
+            blocks: blocks.iter(),
+            bytes: Vec::new(),
+            block: None,
+            ahead: Vec::new(),
+            taken: 0,
+            last: None,
+            done: false,
         }
     }
-    if heap.is_empty() {
-        return Ok(saturated);
+
+    /// The rows decoded but not merged yet.
+    #[inline]
+    fn pending(&self) -> &[R] {
+        &self.ahead[self.taken..]
     }
-    let mut table = w.table::<R>(binary)?;
-    let mut pending: Option<R> = None;
-    // The smallest row is taken from the top and replaced there by its input's next row: one
-    // sift instead of a pop and a push.
-    while let Some(mut top) = heap.peek_mut() {
-        let row = top.row;
-        match &mut pending {
-            Some(p) if p.key_cmp(&row) == Ordering::Equal => saturated |= !p.add_counts(&row),
-            _ => {
-                if let Some(p) = pending.replace(row) {
-                    table.push(&p)?;
+
+    /// Decodes rows until `rows` are pending or the table ends; records a saturation of the
+    /// scaled counts in `saturated`.
+    fn top_up(&mut self, rows: usize, saturated: &mut bool) -> std::result::Result<(), TableError> {
+        // Merged rows are dropped once they are as many as those asked for, so a cursor holds
+        // fewer than twice `rows` and moves each row at most once.
+        if self.taken >= rows {
+            self.ahead.drain(..self.taken);
+            self.taken = 0;
+        }
+        while !self.done && self.ahead.len() - self.taken < rows {
+            let Some(block) = &mut self.block else {
+                self.next_block()?;
+                continue;
+            };
+            let from = self.ahead.len();
+            let want = rows - (from - self.taken);
+            let more = block
+                .next_rows(&self.bytes, &mut self.ahead, want)
+                .map_err(|e| TableError::Store(self.at, e))?;
+            if let Some(first) = self.ahead.get(from) {
+                // Rows increase within a block (checked there) and across blocks (here).
+                if self.last.is_some_and(|last| last >= first.packed_key()) {
+                    let s = block.section();
+                    let e = StoreError {
+                        offset: s.offset,
+                        section: Some((R::KIND, s.binary, s.block)),
+                        kind: StoreErrorKind::Unsorted,
+                    };
+                    return Err(TableError::Store(self.at, e));
+                }
+                self.last = self.ahead.last().map(Row::packed_key);
+                if self.input.weight != 1 {
+                    for row in &mut self.ahead[from..] {
+                        *saturated |= !row.scale_counts(self.input.weight);
+                    }
+                }
+            }
+            if !more {
+                self.block = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the next block (checking its checksum), or notes the table's end.
+    fn next_block(&mut self) -> std::result::Result<(), TableError> {
+        let Some(section) = self.blocks.next() else {
+            self.done = true;
+            // The table's blocks are done: give their memory back.
+            self.bytes = Vec::new();
+            return Ok(());
+        };
+        self.input
+            .read(section, &mut self.bytes)
+            .map_err(|e| TableError::Input(self.at, e))?;
+        let block =
+            BlockCursor::new(&self.bytes, section).map_err(|e| TableError::Store(self.at, e))?;
+        self.block = Some(block);
+        Ok(())
+    }
+}
+
+/// Rows summed by key, in a hash table of indices into the rows.
+struct Sums<R: Row> {
+    table: hashbrown::HashTable<u32>,
+    rows: Vec<R>,
+}
+
+/// A folded 64 × 64 → 128-bit multiplication: every input bit reaches every output bit.
+#[inline(always)]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+#[inline(always)]
+fn key_hash([a, b, c]: [u64; 3]) -> u64 {
+    const K: [u64; 3] = [
+        0x243f_6a88_85a3_08d3,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+    ];
+    fold_mul(fold_mul(a ^ K[0], b ^ K[1]) ^ c, K[2])
+}
+
+impl<R: Row> Sums<R> {
+    fn new() -> Self {
+        Sums {
+            table: hashbrown::HashTable::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds `row`; returns false if a count saturated.
+    #[inline]
+    fn add(&mut self, row: R) -> bool {
+        let key = row.packed_key();
+        let rows = &mut self.rows;
+        let entry = self.table.entry(
+            key_hash(key),
+            |&i| rows[i as usize].packed_key() == key,
+            |&i| key_hash(rows[i as usize].packed_key()),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => rows[*e.get() as usize].add_counts(&row),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert(rows.len() as u32);
+                rows.push(row);
+                true
+            }
+        }
+    }
+}
+
+/// Merges one table of one binary from its `parts`; returns whether a count saturated. One
+/// thread reads the inputs' blocks and sums each key range's rows; this one sorts each range
+/// and writes it.
+fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
+    w: &mut StoreWriter<W>,
+    binary: u32,
+    files: &[MergeInput],
+    parts: &[(usize, usize)],
+    ahead: usize,
+) -> std::result::Result<bool, TableError> {
+    let has_rows = parts
+        .iter()
+        .any(|&(i, b)| !files[i].index.binaries()[b].1.blocks(R::KIND).is_empty());
+    if !has_rows {
+        return Ok(false);
+    }
+    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<R>>(2);
+    // Written ranges' buffers go back to be filled again.
+    let (recycle, recycled) = std::sync::mpsc::sync_channel::<Vec<R>>(4);
+    std::thread::scope(|scope| {
+        let summing = scope.spawn(move || sum_ranges(files, parts, ahead, send, recycled));
+        let written = (|| -> std::result::Result<(), TableError> {
+            let mut table = w.table::<R>(binary)?;
+            for mut rows in receive.iter() {
+                rows.sort_unstable_by_key(|r| r.packed_key());
+                rows.iter().try_for_each(|r| table.push(r))?;
+                rows.clear();
+                let _ = recycle.try_send(rows);
+            }
+            Ok(table.finish()?)
+        })();
+        // The summing thread stops at its next range when the writing has failed (the channel
+        // is closed).
+        let summed = summing
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let saturated = summed?;
+        written?;
+        Ok(saturated)
+    })
+}
+
+/// Reads every part's rows, `ahead` at a time, in key ranges: each range ends at the smallest
+/// of the inputs' last decoded keys, so every copy of a key in the range is decoded, and a range
+/// holds at most `ahead` rows of each input. Sums each range and sends its rows (unsorted) to
+/// `send`; returns whether a count saturated.
+fn sum_ranges<R: Row>(
+    files: &[MergeInput],
+    parts: &[(usize, usize)],
+    ahead: usize,
+    send: std::sync::mpsc::SyncSender<Vec<R>>,
+    recycled: std::sync::mpsc::Receiver<Vec<R>>,
+) -> std::result::Result<bool, TableError> {
+    let ahead = ahead.max(2);
+    let mut cursors: Vec<Cursor<'_, R>> = parts
+        .iter()
+        .map(|&(i, b)| Cursor::new(&files[i], i, b))
+        .collect();
+    let mut saturated = false;
+    let mut sums = Sums::new();
+    while !cursors.is_empty() {
+        // The range's end: the smallest last decoded key of the inputs not fully decoded.
+        let mut end = [u64::MAX; 3];
+        let mut bounded = false;
+        for c in &mut cursors {
+            if c.pending().len() < ahead {
+                c.top_up(ahead, &mut saturated)?;
+            }
+            if !c.done {
+                if let Some(last) = c.pending().last() {
+                    end = end.min(last.packed_key());
+                    bounded = true;
                 }
             }
         }
-        match cursors[top.input].next(&mut saturated)? {
-            Some(next) => top.row = next,
-            None => {
-                std::collections::binary_heap::PeekMut::pop(top);
+        for c in &mut cursors {
+            let pending = c.pending();
+            let n = match bounded {
+                true => pending.partition_point(|r| r.packed_key() <= end),
+                false => pending.len(),
+            };
+            for &row in &pending[..n] {
+                saturated |= !sums.add(row);
             }
+            c.taken += n;
+        }
+        cursors.retain(|c| !(c.done && c.pending().is_empty()));
+        let next = recycled
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(sums.rows.len()));
+        let rows = std::mem::replace(&mut sums.rows, next);
+        sums.table.clear();
+        if !rows.is_empty() && send.send(rows).is_err() {
+            break;
         }
     }
-    if let Some(p) = pending {
-        table.push(&p)?;
-    }
-    table.finish()?;
     Ok(saturated)
 }
 
@@ -767,6 +1061,212 @@ mod tests {
                 merged(&thrice, &d.join("x3.pms"))
             );
         }
+    }
+
+    /// The simplest merge, the reference for the fast one: every input read whole, its rows
+    /// scaled, then all of them sorted and summed (`write_store`).
+    fn reference_merge(inputs: &[(PathBuf, u64)], out: &Path) -> Vec<u8> {
+        fn rows<R: Row>(store: &Store<'_>, binary: usize, weight: u64) -> Vec<R> {
+            store
+                .rows::<R>(binary)
+                .map(|r| {
+                    let mut r = r.unwrap();
+                    r.scale_counts(weight);
+                    r
+                })
+                .collect()
+        }
+        let mut meta = StoreMeta::default();
+        let mut profiles = Vec::new();
+        for (path, weight) in inputs {
+            let file = StoreFile::open(path).unwrap();
+            let store = file.store().unwrap();
+            meta.captures += store.meta().captures * weight;
+            meta.hosts.extend(store.meta().hosts.iter().cloned());
+            for (b, (m, _)) in store.binaries().iter().enumerate() {
+                profiles.push(StoredProfile {
+                    meta: BinaryMeta {
+                        samples: m.samples * weight,
+                        processes: m.processes * weight,
+                        ..m.clone()
+                    },
+                    traces: rows(&store, b, *weight),
+                    ips: rows(&store, b, *weight),
+                    mem: rows(&store, b, *weight),
+                    returns: rows(&store, b, *weight),
+                });
+            }
+        }
+        meta.hosts.sort();
+        meta.hosts.dedup();
+        write_store(out, &meta, profiles).unwrap();
+        std::fs::read(out).unwrap()
+    }
+
+    /// Merges with `tuning`; returns the output's bytes.
+    fn merged_with(inputs: &[(PathBuf, u64)], out: &Path, tuning: MergeTuning) -> Vec<u8> {
+        let inputs: Vec<WeightedInput> = inputs
+            .iter()
+            .map(|(path, weight)| WeightedInput {
+                path: path.clone(),
+                weight: *weight,
+            })
+            .collect();
+        merge_stores_with(&inputs, out, tuning).unwrap();
+        std::fs::read(out).unwrap()
+    }
+
+    /// A binary's profile with every table: keys from `rows`, clustered or spread.
+    fn full_profile(name: &str, rows: &[(u64, u64, u64, u64)]) -> StoredProfile {
+        let mut p = profile(name, rows);
+        p.mem = sorted_summed(
+            rows.iter()
+                .map(|&(pc, addr, to, count)| MemRow {
+                    pc,
+                    addr,
+                    // Both kinds, and sometimes both at one address.
+                    in_binary: to % 2 == 1,
+                    count,
+                })
+                .collect(),
+        );
+        p.returns = sorted_summed(
+            rows.iter()
+                .map(|&(_, _, addr, _)| ReturnRow { addr })
+                .collect(),
+        );
+        p
+    }
+
+    /// Tunings at the extremes: two rows decoded ahead per input (the fewest it takes) with
+    /// every input reopened for each block, and the default.
+    fn tunings() -> [MergeTuning; 3] {
+        [
+            MergeTuning {
+                rows_ahead: 1,
+                open_files: 0,
+            },
+            MergeTuning {
+                rows_ahead: 3,
+                open_files: 1,
+            },
+            MergeTuning::default(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// The merge (key ranges, hash sums, two threads, blocks read one at a time) equals
+        /// the reference merge byte for byte, whatever its tuning.
+        #[test]
+        fn the_merge_equals_the_reference_merge(
+            partials in proptest::collection::vec(
+                proptest::collection::vec(
+                    (
+                        "[abc]",
+                        proptest::collection::vec(
+                            (0u64..30, 0u64..30, 0u64..6, 1u64..u64::MAX / 4),
+                            0..200,
+                        ),
+                    ),
+                    1..3,
+                ),
+                1..7,
+            ),
+            weights in proptest::collection::vec(1u64..4, 7),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            let partials: Vec<Vec<StoredProfile>> = partials
+                .iter()
+                .map(|p| p.iter().map(|(name, rows)| full_profile(name, rows)).collect())
+                .collect();
+            let paths = write_partials(d, &partials);
+            let inputs: Vec<(PathBuf, u64)> =
+                paths.iter().cloned().zip(weights.iter().copied()).collect();
+            let reference = reference_merge(&inputs, &d.join("reference.pms"));
+            for (n, tuning) in tunings().into_iter().enumerate() {
+                let out = d.join(format!("t{n}.pms"));
+                prop_assert_eq!(&merged_with(&inputs, &out, tuning), &reference, "{:?}", tuning);
+            }
+        }
+    }
+
+    /// Tables of many blocks, some inputs clustered on a few keys and others spread, merge as
+    /// the reference does.
+    #[test]
+    fn multi_block_tables_merge_as_the_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        let partials: Vec<Vec<StoredProfile>> = (0..4)
+            .map(|i| {
+                let spread = if i % 2 == 0 { 100_000 } else { 300 };
+                let rows: Vec<_> = (0..12_000)
+                    .map(|_| (next(spread), next(spread), next(4), 1 + next(1000)))
+                    .collect();
+                vec![full_profile("a", &rows)]
+            })
+            .collect();
+        let paths = write_partials(d, &partials);
+        let inputs: Vec<(PathBuf, u64)> = paths.iter().map(|p| (p.clone(), 2)).collect();
+        let reference = reference_merge(&inputs, &d.join("reference.pms"));
+        let file = StoreFile::open(&paths[0]).unwrap();
+        assert!(
+            file.store().unwrap().binaries()[0]
+                .1
+                .blocks(TraceRow::KIND)
+                .len()
+                > 1
+        );
+        for (n, tuning) in tunings().into_iter().enumerate() {
+            let out = d.join(format!("t{n}.pms"));
+            assert_eq!(merged_with(&inputs, &out, tuning), reference, "{tuning:?}");
+        }
+    }
+
+    /// Memory rows that differ only in the in-binary flag are different keys: a merge keeps
+    /// both, and sums each with its own kind.
+    #[test]
+    fn memory_rows_keep_their_in_binary_flag_through_a_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let with_mem = |flags: &[bool]| {
+            let mut p = profile("a", &[(1, 2, 3, 1)]);
+            p.mem = flags
+                .iter()
+                .map(|&in_binary| MemRow {
+                    pc: 0x40,
+                    addr: 0x1000,
+                    in_binary,
+                    count: 1 + u64::from(in_binary),
+                })
+                .collect();
+            p
+        };
+        let paths = write_partials(
+            d,
+            &[vec![with_mem(&[false, true])], vec![with_mem(&[true])]],
+        );
+        let inputs: Vec<(PathBuf, u64)> = paths.iter().map(|p| (p.clone(), 1)).collect();
+        merged(&inputs, &d.join("sum.pms"));
+        let file = StoreFile::open(&d.join("sum.pms")).unwrap();
+        let rows: Vec<MemRow> = file
+            .store()
+            .unwrap()
+            .rows(0)
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        let flags_and_counts: Vec<(bool, u64)> =
+            rows.iter().map(|r| (r.in_binary, r.count)).collect();
+        assert_eq!(flags_and_counts, [(false, 1), (true, 4)]);
     }
 
     #[test]

@@ -22,8 +22,8 @@ mod tests;
 
 pub use raw::{FileHeader, TocEntry, Trailer};
 pub use read::{
-    parse_binary_meta, parse_header, parse_meta, parse_toc, parse_trailer, BinaryLayout, BlockRows,
-    Layout, Section, Store, TableRows,
+    parse_binary_meta, parse_header, parse_meta, parse_toc, parse_trailer, BinaryLayout,
+    BlockCursor, BlockRows, Layout, Section, Store, StoreIndex, TableRows,
 };
 pub use rows::{BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow};
 pub use write::{StoreWriter, TableWriter};

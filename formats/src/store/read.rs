@@ -305,43 +305,59 @@ pub fn parse_binary_meta(bytes: &[u8], s: &Section) -> Result<BinaryMeta, StoreE
     })
 }
 
-/// The rows of one table block, decoded as they are iterated; the checksum is verified
-/// before the first.
-pub struct BlockRows<'a, R: Row> {
-    reader: Reader<'a>,
+/// Where decoding of one table block stands, apart from the block's bytes (which the caller
+/// keeps and passes to every call): a reader that holds one block of each of many inputs at a
+/// time — the store merge — owns the bytes itself. The checksum is verified when it starts.
+#[derive(Clone, Debug)]
+pub struct BlockCursor<R: Row> {
     section: Section,
+    /// Bytes decoded so far.
+    pos: usize,
     prev: Option<R>,
     left: u64,
 }
 
-impl<'a, R: Row> BlockRows<'a, R> {
-    /// The rows of block `s`, whose bytes are `bytes`.
-    pub fn new(bytes: &'a [u8], s: &Section) -> Result<BlockRows<'a, R>, StoreError> {
+impl<R: Row> BlockCursor<R> {
+    /// The start of block `s`, whose bytes are `bytes` (checked against its length and
+    /// checksum).
+    pub fn new(bytes: &[u8], s: &Section) -> Result<BlockCursor<R>, StoreError> {
         if s.kind != R::KIND {
             return Err(s.error(s.offset, StoreErrorKind::Toc("section kind")));
         }
         s.verify(bytes)?;
-        Ok(BlockRows {
-            reader: s.reader(bytes),
+        Ok(BlockCursor {
             section: *s,
+            pos: 0,
             prev: None,
             left: s.rows,
         })
     }
 
-    /// The next row, or `None` after the last one (having checked that the block ends there).
-    pub fn next_row(&mut self) -> Result<Option<R>, StoreError> {
+    /// The block.
+    pub fn section(&self) -> &Section {
+        &self.section
+    }
+
+    /// The file offset of the next row.
+    pub fn offset(&self) -> u64 {
+        self.section.offset + self.pos as u64
+    }
+
+    /// The next row of the block whose bytes are `bytes` (the same on every call), or `None`
+    /// after the last one (having checked that the block ends there).
+    #[inline]
+    pub fn next_row(&mut self, bytes: &[u8]) -> Result<Option<R>, StoreError> {
+        let rest = bytes.get(self.pos..).unwrap_or_default();
         if self.left == 0 {
-            return match self.reader.is_empty() {
+            return match rest.is_empty() {
                 true => Ok(None),
-                false => Err(self
-                    .section
-                    .error(self.reader.offset(), StoreErrorKind::RowCount)),
+                false => Err(self.section.error(self.offset(), StoreErrorKind::RowCount)),
             };
         }
-        let at = self.reader.offset();
+        let at = self.offset();
+        let mut reader = Reader::at(rest, Endian::Little, at);
         let prev = self.prev.unwrap_or_default();
-        let row = R::decode(&prev, &mut self.reader).map_err(|e| match e.kind {
+        let row = R::decode(&prev, &mut reader).map_err(|e| match e.kind {
             crate::bytes::ReadErrorKind::UnexpectedEof => {
                 self.section.error(e.offset, StoreErrorKind::RowCount)
             }
@@ -353,9 +369,74 @@ impl<'a, R: Row> BlockRows<'a, R> {
         {
             return Err(self.section.error(at, StoreErrorKind::Unsorted));
         }
+        self.pos += (reader.offset() - at) as usize;
         self.prev = Some(row);
         self.left -= 1;
         Ok(Some(row))
+    }
+
+    /// Appends up to `max` of the next rows of the block whose bytes are `bytes` (the same on
+    /// every call) to `out`; returns whether rows are left (having checked, when none are,
+    /// that the block ends there).
+    #[inline]
+    pub fn next_rows(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<R>,
+        max: usize,
+    ) -> Result<bool, StoreError> {
+        let rest = bytes.get(self.pos..).unwrap_or_default();
+        let start = self.offset();
+        let mut reader = Reader::at(rest, Endian::Little, start);
+        let n = self.left.min(max as u64);
+        let mut prev = self.prev;
+        for _ in 0..n {
+            let at = reader.offset();
+            let row =
+                R::decode(&prev.unwrap_or_default(), &mut reader).map_err(|e| match e.kind {
+                    crate::bytes::ReadErrorKind::UnexpectedEof => {
+                        self.section.error(e.offset, StoreErrorKind::RowCount)
+                    }
+                    _ => self.section.read_error(e),
+                })?;
+            if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
+                return Err(self.section.error(at, StoreErrorKind::Unsorted));
+            }
+            prev = Some(row);
+            out.push(row);
+        }
+        self.pos += (reader.offset() - start) as usize;
+        self.prev = prev;
+        self.left -= n;
+        if self.left == 0 && !reader.is_empty() {
+            return Err(self
+                .section
+                .error(reader.offset(), StoreErrorKind::RowCount));
+        }
+        Ok(self.left > 0)
+    }
+}
+
+/// The rows of one table block, decoded as they are iterated; the checksum is verified
+/// before the first.
+pub struct BlockRows<'a, R: Row> {
+    bytes: &'a [u8],
+    cursor: BlockCursor<R>,
+}
+
+impl<'a, R: Row> BlockRows<'a, R> {
+    /// The rows of block `s`, whose bytes are `bytes`.
+    pub fn new(bytes: &'a [u8], s: &Section) -> Result<BlockRows<'a, R>, StoreError> {
+        Ok(BlockRows {
+            bytes,
+            cursor: BlockCursor::new(bytes, s)?,
+        })
+    }
+
+    /// The next row, or `None` after the last one (having checked that the block ends there).
+    #[inline]
+    pub fn next_row(&mut self) -> Result<Option<R>, StoreError> {
+        self.cursor.next_row(self.bytes)
     }
 }
 
@@ -363,6 +444,65 @@ impl<R: Row> Iterator for BlockRows<'_, R> {
     type Item = Result<R, StoreError>;
     fn next(&mut self) -> Option<Self::Item> {
         self.next_row().transpose()
+    }
+}
+
+/// A store's metadata and layout — everything but its table blocks — read a part at a time,
+/// so that a caller can keep a file closed or unmapped and read its blocks one by one.
+#[derive(Clone, Debug)]
+pub struct StoreIndex {
+    meta: StoreMeta,
+    binaries: Vec<(BinaryMeta, BinaryLayout)>,
+}
+
+impl StoreIndex {
+    /// Reads and checks the header, trailer, table of contents and metadata of a store of `len`
+    /// bytes through `read_at(offset, length)`, which returns those bytes of the file (the
+    /// offsets asked for always lie inside `len`).
+    pub fn read<B, E>(
+        len: u64,
+        mut read_at: impl FnMut(u64, usize) -> Result<B, E>,
+    ) -> Result<StoreIndex, E>
+    where
+        B: AsRef<[u8]>,
+        E: From<StoreError>,
+    {
+        let edge = len.min(HEADER_SIZE) as usize;
+        parse_header(read_at(0, edge)?.as_ref())?;
+        let tail_at = len.saturating_sub(TRAILER_SIZE);
+        let tail = read_at(tail_at, len.min(TRAILER_SIZE) as usize)?;
+        let (toc_offset, toc_len, toc_sum) = parse_trailer(tail.as_ref(), len)?;
+        let layout = {
+            let toc = read_at(toc_offset, toc_len as usize)?;
+            parse_toc(toc.as_ref(), toc_offset, toc_sum)?
+        };
+        let mut section = |s: &Section| read_at(s.offset, s.length as usize);
+        let meta = match &layout.meta {
+            Some(s) => parse_meta(section(s)?.as_ref(), s)?,
+            None => StoreMeta::default(),
+        };
+        let mut binaries: Vec<(BinaryMeta, BinaryLayout)> = Vec::new();
+        for b in layout.binaries {
+            let meta = parse_binary_meta(section(&b.meta)?.as_ref(), &b.meta)?;
+            if binaries
+                .last()
+                .is_some_and(|(m, _)| m.identity_cmp(&meta) != std::cmp::Ordering::Less)
+            {
+                return Err(b.meta.error(b.meta.offset, StoreErrorKind::Unsorted).into());
+            }
+            binaries.push((meta, b));
+        }
+        Ok(StoreIndex { meta, binaries })
+    }
+
+    /// The file-level metadata.
+    pub fn meta(&self) -> &StoreMeta {
+        &self.meta
+    }
+
+    /// The binaries, in store order, with where their tables are.
+    pub fn binaries(&self) -> &[(BinaryMeta, BinaryLayout)] {
+        &self.binaries
     }
 }
 
@@ -377,31 +517,18 @@ impl<'a> Store<'a> {
     /// Parses and checks the header, trailer, table of contents and metadata; table blocks are
     /// checked as they are read.
     pub fn parse(data: &'a [u8]) -> Result<Store<'a>, StoreError> {
-        parse_header(data)?;
-        let len = data.len() as u64;
-        let tail = &data[data.len().saturating_sub(TRAILER_SIZE as usize)..];
-        let (toc_offset, toc_len, toc_sum) = parse_trailer(tail, len)?;
-        let toc = &data[toc_offset as usize..(toc_offset + toc_len) as usize];
-        let layout = parse_toc(toc, toc_offset, toc_sum)?;
-        let meta = match &layout.meta {
-            Some(s) => parse_meta(section_bytes(data, s), s)?,
-            None => StoreMeta::default(),
-        };
-        let mut binaries: Vec<(BinaryMeta, BinaryLayout)> = Vec::new();
-        for b in layout.binaries {
-            let meta = parse_binary_meta(section_bytes(data, &b.meta), &b.meta)?;
-            if binaries
-                .last()
-                .is_some_and(|(m, _)| m.identity_cmp(&meta) != std::cmp::Ordering::Less)
-            {
-                return Err(b.meta.error(b.meta.offset, StoreErrorKind::Unsorted));
-            }
-            binaries.push((meta, b));
-        }
+        let index = StoreIndex::read(data.len() as u64, |offset, len| {
+            // The index asks only for bytes inside the file.
+            Ok::<_, StoreError>(
+                data.get(offset as usize..)
+                    .and_then(|d| d.get(..len))
+                    .unwrap_or_default(),
+            )
+        })?;
         Ok(Store {
             data,
-            meta,
-            binaries,
+            meta: index.meta,
+            binaries: index.binaries,
         })
     }
 
@@ -506,8 +633,9 @@ impl<R: Row> TableRows<'_, R> {
                 Ok(Some(row)) => {
                     if self.prev.is_some_and(|p| p.key_cmp(&row) != Ordering::Less) {
                         let e = block
+                            .cursor
                             .section
-                            .error(block.reader.offset(), StoreErrorKind::Unsorted);
+                            .error(block.cursor.offset(), StoreErrorKind::Unsorted);
                         return self.fail(e);
                     }
                     self.prev = Some(row);

@@ -15,6 +15,9 @@ pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq {
     fn key_cmp(&self, other: &Self) -> std::cmp::Ordering;
     /// The two leading key columns (the table of contents keeps a block's first, for seeking).
     fn leading_key(&self) -> [u64; 2];
+    /// The whole key as three columns (unused ones 0), ordered as [`Row::key_cmp`] orders
+    /// rows: for comparing, hashing and sorting keys without the counts.
+    fn packed_key(&self) -> [u64; 3];
     /// Appends this row's encoding after `prev`.
     fn encode(&self, prev: &Self, out: &mut Vec<u8>);
     /// Reads the row that follows `prev`.
@@ -114,6 +117,10 @@ impl Row for TraceRow {
     fn leading_key(&self) -> [u64; 2] {
         [self.branch, self.from]
     }
+    #[inline(always)]
+    fn packed_key(&self) -> [u64; 3] {
+        [self.branch, self.from, self.to]
+    }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         encode_pair(out, (self.branch, self.from), (prev.branch, prev.from));
         write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
@@ -160,6 +167,10 @@ impl Row for BranchRow {
     fn leading_key(&self) -> [u64; 2] {
         [self.from, self.to]
     }
+    #[inline(always)]
+    fn packed_key(&self) -> [u64; 3] {
+        [self.from, self.to, 0]
+    }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         encode_pair(out, (self.from, self.to), (prev.from, prev.to));
         encode_counts(out, self.counts());
@@ -199,6 +210,10 @@ impl Row for IpRow {
     }
     fn leading_key(&self) -> [u64; 2] {
         [self.ip, 0]
+    }
+    #[inline(always)]
+    fn packed_key(&self) -> [u64; 3] {
+        [self.ip, 0, 0]
     }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         write_uleb128(out, self.ip.wrapping_sub(prev.ip));
@@ -241,6 +256,10 @@ impl Row for MemRow {
     fn leading_key(&self) -> [u64; 2] {
         [self.pc, self.addr]
     }
+    #[inline(always)]
+    fn packed_key(&self) -> [u64; 3] {
+        [self.pc, self.addr, u64::from(self.in_binary)]
+    }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         write_uleb128(out, self.pc.wrapping_sub(prev.pc));
         let base = if self.pc == prev.pc { prev.addr } else { 0 };
@@ -280,6 +299,10 @@ impl Row for ReturnRow {
     }
     fn leading_key(&self) -> [u64; 2] {
         [self.addr, 0]
+    }
+    #[inline(always)]
+    fn packed_key(&self) -> [u64; 3] {
+        [self.addr, 0, 0]
     }
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         write_uleb128(out, self.addr.wrapping_sub(prev.addr));
