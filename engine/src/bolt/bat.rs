@@ -154,7 +154,7 @@ impl Translation {
             return Some(steps);
         }
         let f = self.fragment(fragment)?;
-        let (from, to) = (from - fragment, to - fragment);
+        let (from, to) = (from.wrapping_sub(fragment), to.wrapping_sub(fragment));
         let entries = f.entries;
         let upper_bound = |x: u64| entries.partition_point(|e| u64::from(e.output_offset) <= x);
         // The block entry at or before `from`, skipping branch entries.

@@ -30,3 +30,17 @@ fn store_seeds_replay() {
         }
     }
 }
+
+#[test]
+fn bat_seeds_replay() {
+    let seeds = seeds("bat");
+    assert!(seeds.len() >= 3, "the BAT seeds are missing");
+    for (name, data) in seeds {
+        eprintln!("replaying {name}");
+        assert!(
+            formats::bolt::bat::parse_note(&data, 0).is_ok(),
+            "{name}: an LLVM section that no longer decodes"
+        );
+        formats::bolt::bat::check_fuzz_input(&data);
+    }
+}

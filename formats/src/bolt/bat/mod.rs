@@ -169,5 +169,18 @@ impl fmt::Display for BatError {
 
 impl std::error::Error for BatError {}
 
+/// The checks the fuzz target runs on `data` (a whole section, and the same bytes as a bare
+/// descriptor): decoding never panics, and what decodes writes back to bytes that decode the
+/// same. Public only for the fuzz target and the seed replay test.
+#[doc(hidden)]
+pub fn check_fuzz_input(data: &[u8]) {
+    if let Ok(bat) = parse_note(data, 0) {
+        assert_eq!(parse_note(&write_note(&bat), 0).as_ref(), Ok(&bat));
+    }
+    if let Ok(bat) = parse_tables(data, 0) {
+        assert_eq!(parse_tables(&write_tables(&bat), 0).as_ref(), Ok(&bat));
+    }
+}
+
 #[cfg(test)]
 mod tests;
