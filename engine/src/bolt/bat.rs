@@ -146,8 +146,10 @@ impl Translation {
     }
 
     /// perf2bolt's `getFallthroughsInTrace` for addresses `from` and `to` of the fragment at
-    /// `fragment`: the block-to-block steps, as output offset pairs, between the block holding
-    /// `from` and the one holding `to`. `None` when the fragment has no map.
+    /// `fragment`: the block-to-block steps between the block holding `from` and the one
+    /// holding `to`, each as the two block entries' input offsets (each entry's own: entries
+    /// can share an output offset, a deleted block's and its successor's). `None` when the
+    /// fragment has no map.
     pub fn fallthroughs(&self, fragment: u64, from: u64, to: u64) -> Option<Vec<(u64, u64)>> {
         let mut steps = Vec::new();
         if from >= to {
@@ -178,7 +180,7 @@ impl Translation {
         }
         let mut i = start;
         while i != end {
-            let source = u64::from(entries[i].output_offset);
+            let source = u64::from(entries[i].input_offset());
             if entries[i].is_branch() {
                 i += 1;
                 continue;
@@ -190,7 +192,7 @@ impl Translation {
             if entries[i].is_branch() {
                 break;
             }
-            steps.push((source, u64::from(entries[i].output_offset)));
+            steps.push((source, u64::from(entries[i].input_offset())));
         }
         Some(steps)
     }
@@ -264,7 +266,7 @@ mod tests {
         let t = translation();
         assert_eq!(
             t.fallthroughs(0x1000, 0x1001, 0x1011),
-            Some(vec![(0, 8), (8, 0x10)])
+            Some(vec![(0, 0x20), (0x20, 0x8)])
         );
         assert_eq!(t.fallthroughs(0x1000, 0x1009, 0x1008), Some(vec![]));
         assert_eq!(t.fallthroughs(0x5000, 0x5000, 0x5008), None);

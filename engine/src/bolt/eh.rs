@@ -18,11 +18,18 @@ pub fn landing_pads(file: &object::File) -> HashMap<u64, Vec<u64>> {
     let Ok(eh_data) = eh_frame.data() else {
         return pads;
     };
-    let except = file
-        .section_by_name(".gcc_except_table")
-        .and_then(|s| Some((s.address(), s.data().ok()?)));
-    let Some((except_addr, except_data)) = except else {
-        return pads;
+    // An LSDA is read wherever it lies, as BOLT does: a BOLTed binary's unchanged functions keep
+    // theirs in `.bolt.org.gcc_except_table`, the original table renamed.
+    let tables: Vec<(u64, &[u8])> = file
+        .sections()
+        .filter(|s| s.address() != 0)
+        .filter_map(|s| Some((s.address(), s.data().ok()?)))
+        .collect();
+    let lsda_bytes = |lsda: u64| {
+        tables.iter().find_map(|&(address, data)| {
+            let offset = usize::try_from(lsda.checked_sub(address)?).ok()?;
+            data.get(offset..).filter(|rest| !rest.is_empty())
+        })
     };
     let section = EhFrame::new(eh_data, LittleEndian);
     let mut bases = BaseAddresses::default().set_eh_frame(eh_frame.address());
@@ -41,10 +48,7 @@ pub fn landing_pads(file: &object::File) -> HashMap<u64, Vec<u64>> {
             continue;
         };
         let start = fde.initial_address();
-        let Some(table) = lsda
-            .checked_sub(except_addr)
-            .and_then(|off| except_data.get(usize::try_from(off).ok()?..))
-        else {
+        let Some(table) = lsda_bytes(lsda) else {
             continue;
         };
         let found = call_site_pads(table, start).unwrap_or_default();

@@ -418,9 +418,9 @@ impl ChunkWalk<'_> {
             };
             let parent = b.parent(f as u32);
             for (a, c) in pairs {
-                let at = |o| Loc {
+                let at = |offset| Loc {
                     func: Some(parent),
-                    offset: b.translation.translate(base, o, false),
+                    offset,
                 };
                 let b = self.branches.entry((at(a), at(c))).or_default();
                 b.count = b.count.wrapping_add(count);
