@@ -382,3 +382,52 @@ fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
         what,
     );
 }
+
+/// perf2bolt 19 on a BOLTed binary omits fall-throughs that perf2bolt 22, and we, find by walking
+/// the CFG of a function without a BAT table (seen: `cold_path 4 → 6` on this program). Every
+/// other line agrees: the only lines perf2bolt 19 lacks are intra-function fall-throughs, and it
+/// has none we lack.
+#[test]
+fn perf2bolt_19_differs_only_in_fall_throughs_of_functions_without_a_table() {
+    if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) || !have_tool(PERF2BOLT_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, PROGRAM_C, "c-nopie", false, &["-fno-pie", "-no-pie"]);
+    let profile = sparse_profile(d, &binary);
+    let mut differing = 0;
+    for bolt in [LLVM_BOLT_19, LLVM_BOLT_22]
+        .into_iter()
+        .filter(|b| have_tool(b))
+    {
+        let bolted = d.join("bolted");
+        bolt_it(bolt, &binary, &profile, &[], &bolted);
+        let capture = d.join("bolted.data");
+        generate_capture(&capture, &[&bolted], 1, 400, false, 3);
+        let theirs = perf2bolt_fdata(PERF2BOLT_19, &bolted, &capture, &[], &d.join("19.fdata"));
+        let ours = d.join("ours.fdata");
+        run_ok(
+            profmill()
+                .arg("perf2bolt")
+                .arg(&bolted)
+                .arg("-p")
+                .arg(&capture)
+                .arg("-o")
+                .arg(&ours),
+        );
+        let ours = sorted_lines(&std::fs::read(&ours).unwrap());
+        let only_theirs: Vec<&String> = theirs.iter().filter(|l| !ours.contains(l)).collect();
+        assert!(only_theirs.is_empty(), "{bolt}: {only_theirs:#?}");
+        for line in ours.iter().filter(|l| !theirs.contains(l)) {
+            let f: Vec<&str> = line.split(' ').collect();
+            let fall_through = f.len() == 8 && f[1] == f[4] && f[6] == "0";
+            assert!(fall_through, "{bolt}: not a fall-through: {line}");
+            differing += 1;
+        }
+    }
+    assert!(
+        differing > 0,
+        "perf2bolt 19 now writes these fall-throughs: make this an equality"
+    );
+}
