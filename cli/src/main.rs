@@ -112,7 +112,13 @@ fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = argv.collect();
     match personality(&argv0) {
         Some(Personality::Perf2bolt) => return finish(perf2bolt::run(&args)),
-        Some(Personality::MergeFdata) => return merge_fdata::main(args, "merge-fdata"),
+        Some(Personality::MergeFdata) => {
+            let llvm19 = std::path::Path::new(&argv0)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("merge-fdata-19"));
+            return merge_fdata::main(args, "merge-fdata", llvm19);
+        }
         Some(Personality::LlvmProfdata) => return finish(llvm_profdata::run_args(args)),
         Some(Personality::LlvmProfgen) => return finish(llvm_profgen::run(&args)),
         None => {}

@@ -27,11 +27,13 @@ pub struct RawArgs {
 }
 
 pub fn run_subcommand(args: RawArgs) -> ExitCode {
-    main(args.args, "profmill merge-fdata")
+    main(args.args, "profmill merge-fdata", false)
 }
 
-/// Runs merge-fdata on `args` (without the program name); `tool` names it in `--help`.
-pub fn main(args: Vec<OsString>, tool: &str) -> ExitCode {
+/// Runs merge-fdata on `args` (without the program name); `tool` names it in `--help`. With
+/// `llvm19` (the binary linked as `merge-fdata-19`), LLVM 19's merge: see
+/// [`engine::bolt::fdata_merge_19`].
+pub fn main(args: Vec<OsString>, tool: &str, llvm19: bool) -> ExitCode {
     let options = match parse(args) {
         Ok(Parsed::Run(options)) => options,
         Ok(Parsed::Help) => {
@@ -50,7 +52,12 @@ pub fn main(args: Vec<OsString>, tool: &str) -> ExitCode {
     for warning in &options.warnings {
         eprintln!("merge-fdata: warning: {warning}");
     }
-    match merge_and_write(&options) {
+    let merged = if llvm19 {
+        merge_and_write_19(&options)
+    } else {
+        merge_and_write(&options)
+    };
+    match merged {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("merge-fdata: error: {e}");
@@ -150,6 +157,28 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
     }
     // merge-fdata's closing line, for scripts that look for it.
     eprintln!("Profile from {} files merged.", merged.files);
+    Ok(())
+}
+
+/// LLVM 19's merge (the misprediction count is part of a line's key).
+fn merge_and_write_19(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
+    let files = expand_inputs(&options.inputs)?;
+    eprintln!("Using legacy profile format.");
+    let merged = engine::bolt::fdata_merge_19::merge_legacy_19(&files)?;
+    match options.output.as_deref() {
+        Some(path) if path.as_os_str() != "-" => {
+            engine::io::output::write_atomically(path, |w| merged.write(w))?
+        }
+        _ => {
+            let stdout = io::stdout();
+            let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            match merged.write(&mut out).and_then(|()| out.flush()) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                other => other?,
+            }
+        }
+    }
+    eprintln!("Profile from {} files merged.", files.len());
     Ok(())
 }
 

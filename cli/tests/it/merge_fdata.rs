@@ -421,3 +421,38 @@ fn difference_lines_with_extra_fields_are_refused() {
     assert!(err.contains("line 1, column 24"), "{err}");
     assert!(err.contains("another field \"7\""), "{err}");
 }
+
+/// Linked as `merge-fdata-19`, we merge as LLVM 19's merge-fdata does: a branch line's
+/// misprediction count is part of its key, so equal branches with different misprediction
+/// counts stay apart (LLVM 22, and `profmill merge-fdata`, sum them).
+#[test]
+fn linked_as_merge_fdata_19_it_merges_like_llvm_19() {
+    if !have_tool(testsupport::MERGE_FDATA_19) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = FdataSpec {
+        seed: 19,
+        files: 40,
+        lines_per_file: 200,
+        functions: 20,
+        distinct_keys: 300,
+        memory_percent: 5,
+        ..FdataSpec::default()
+    };
+    let files = generate(tmp.path(), &spec);
+    let link = tmp.path().join("merge-fdata-19");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_profmill"), &link).unwrap();
+    let theirs = sorted(lines(&run_ok(
+        Command::new(testsupport::MERGE_FDATA_19).args(&files),
+    )));
+    let ours = lines(&run_ok(Command::new(&link).args(&files)));
+    assert_eq!(ours, sorted(ours.clone()), "our output is sorted");
+    assert_eq!(ours, theirs);
+    // The point of the personality: LLVM 22's merge gives fewer lines here.
+    let summed = lines(&run_ok(profmill_merge().args(&files)));
+    assert!(
+        summed.len() < ours.len(),
+        "no branch with two misprediction counts was generated"
+    );
+}

@@ -39,6 +39,7 @@ pub mod bat;
 pub mod cfg;
 pub(crate) mod eh;
 pub mod fdata_merge;
+pub mod fdata_merge_19;
 pub mod functions;
 pub mod hash;
 pub mod indirect;
