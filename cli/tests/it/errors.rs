@@ -317,3 +317,21 @@ fn an_attr_error_gives_the_attrs_offset() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    assert_quiet_on_closed_pipe(profmill().arg("script").arg(&capture));
+    assert_quiet_on_closed_pipe(
+        profmill()
+            .args(["script", "--show-mmap-events"])
+            .arg(&capture),
+    );
+    let sample = shared_corpus("llvm-profdata/llvm-11/sample-profile.proftext");
+    assert_quiet_on_closed_pipe(profmill().args(["show", "--sample"]).arg(&sample));
+    let dir = tempfile::tempdir().unwrap();
+    let fdata = dir.path().join("a.fdata");
+    std::fs::write(&fdata, "1 main 10 1 foo 0 0 3\n").unwrap();
+    assert_quiet_on_closed_pipe(profmill().arg("merge-fdata").arg(&fdata));
+    assert_quiet_on_closed_pipe(profmill().arg("merge-fdata").arg(&fdata).args(["-o", "-"]));
+}
