@@ -335,3 +335,94 @@ fn a_closed_stdout_ends_quietly() {
     assert_quiet_on_closed_pipe(profmill().arg("merge-fdata").arg(&fdata));
     assert_quiet_on_closed_pipe(profmill().arg("merge-fdata").arg(&fdata).args(["-o", "-"]));
 }
+
+/// `-o -` is standard output (as in llvm-profdata), never a file named `-`; `out` is `-o FILE`.
+fn assert_dash_is_stdout(args: &[&std::ffi::OsStr], dir: &std::path::Path) {
+    let file = dir.join("out.file");
+    let to_file = profmill()
+        .args(args)
+        .arg("-o")
+        .arg(&file)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        to_file.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&to_file.stderr)
+    );
+    let to_stdout = profmill()
+        .args(args)
+        .args(["-o", "-"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        to_stdout.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&to_stdout.stderr)
+    );
+    assert!(!dir.join("-").exists(), "{args:?} wrote a file named -");
+    let expected = std::fs::read(&file).unwrap();
+    assert!(!expected.is_empty(), "{args:?}");
+    assert_eq!(to_stdout.stdout, expected, "{args:?}");
+}
+
+#[test]
+fn dash_output_is_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = shared_corpus("llvm-profdata/llvm-11/sample-profile.proftext");
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    for to in ["text", "extbinary", "gcov-v4-text"] {
+        assert_dash_is_stdout(
+            &[os("convert"), sample.as_os_str(), os("--to"), os(to)],
+            dir.path(),
+        );
+        assert_dash_is_stdout(
+            &[
+                os("merge"),
+                os("--sample"),
+                sample.as_os_str(),
+                sample.as_os_str(),
+                os("--to"),
+                os(to),
+            ],
+            dir.path(),
+        );
+    }
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    for format in ["preagg", "preagg-legacy", "fdata"] {
+        assert_dash_is_stdout(
+            &[
+                os("aggregate"),
+                capture.as_os_str(),
+                os("-b"),
+                binary.as_os_str(),
+                os("--format"),
+                os(format),
+            ],
+            dir.path(),
+        );
+    }
+    // A store (binary, and possibly several files' worth) is refused on stdout, clearly.
+    for args in [
+        &[
+            os("aggregate"),
+            capture.as_os_str(),
+            os("--format"),
+            os("store"),
+        ][..],
+        &[os("merge"), os("x.pms")][..],
+    ] {
+        let out = profmill()
+            .args(args)
+            .args(["-o", "-"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("-o -"), "{stderr}");
+        assert!(!dir.path().join("-").exists());
+    }
+}
