@@ -426,3 +426,24 @@ fn dash_output_is_standard_output() {
         assert!(!dir.path().join("-").exists());
     }
 }
+
+#[test]
+fn script_refuses_fields_it_does_not_print() {
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    for fields in ["pid,sym", "ip,brstack,comm", "pid,"] {
+        let out = profmill()
+            .args(["script", "-F", fields])
+            .arg(&capture)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && out.stdout.is_empty(), "{fields}");
+        assert!(
+            stderr.contains("pid,ip,brstack") && stderr.lines().count() == 1,
+            "{fields}: {stderr}"
+        );
+    }
+    for fields in ["pid", "ip", "pid,brstack", "brstack,ip,pid"] {
+        run_ok(profmill().args(["script", "-F", fields]).arg(&capture));
+    }
+}
