@@ -447,3 +447,91 @@ fn script_refuses_fields_it_does_not_print() {
         run_ok(profmill().args(["script", "-F", fields]).arg(&capture));
     }
 }
+
+/// A directory or a device where a capture or a binary belongs, and an empty or file-mode
+/// capture on standard input, are named for what they are (not `No such device (os error 19)`
+/// or `failed to fill whole buffer`).
+#[test]
+fn paths_that_are_not_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    let out = dir.path().join("out");
+    let d = dir.path().as_os_str();
+    let null = std::ffi::OsStr::new("/dev/null");
+    let fails_with = |cmd: &mut std::process::Command, expected: &[&str]| {
+        let what = format!("{cmd:?}");
+        let output = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{what}");
+        assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
+        for e in expected {
+            assert!(stderr.contains(e), "{what}: {stderr}");
+        }
+        assert!(!stderr.contains("os error"), "{what}: {stderr}");
+        assert!(!out.exists(), "{what}");
+    };
+    for (path, is) in [(d, "is a directory"), (null, "is a character device")] {
+        let name = path.to_string_lossy().into_owned();
+        let as_capture = [name.as_str(), is, "perf.data capture"];
+        fails_with(profmill().arg("script").arg(path), &as_capture);
+        fails_with(
+            profmill()
+                .arg("aggregate")
+                .arg(path)
+                .arg("-b")
+                .arg(&binary)
+                .arg("-o")
+                .arg(&out),
+            &as_capture,
+        );
+        fails_with(
+            profmill()
+                .arg("perf2bolt")
+                .arg(&binary)
+                .arg("-p")
+                .arg(path)
+                .arg("-o")
+                .arg(&out),
+            &as_capture,
+        );
+        let as_binary = [name.as_str(), is, "ELF binary"];
+        fails_with(
+            profmill()
+                .arg("aggregate")
+                .arg(&capture)
+                .arg("-b")
+                .arg(path)
+                .arg("-o")
+                .arg(&out),
+            &as_binary,
+        );
+        fails_with(
+            profmill()
+                .arg("perf2bolt")
+                .arg(path)
+                .arg("-p")
+                .arg(&capture)
+                .arg("-o")
+                .arg(&out),
+            &as_binary,
+        );
+    }
+    // Empty standard input.
+    fails_with(
+        profmill().args(["script", "-"]),
+        &["<stdin>", "empty", "pipe-mode"],
+    );
+    // A file-mode capture on standard input.
+    let output = profmill()
+        .args(["script", "-"])
+        .stdin(std::fs::File::open(&capture).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("file-mode") && stderr.contains("give its path"),
+        "{stderr}"
+    );
+}
