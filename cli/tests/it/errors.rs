@@ -330,6 +330,18 @@ fn a_closed_stdout_ends_quietly() {
     let sample = shared_corpus("llvm-profdata/llvm-11/sample-profile.proftext");
     assert_quiet_on_closed_pipe(profmill().args(["show", "--sample"]).arg(&sample));
     let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    assert_quiet_on_closed_pipe(profmill().arg("show").arg(&store));
+    assert_quiet_on_closed_pipe(profmill().args(["show", "--json"]).arg(&store));
+    assert_quiet_on_closed_pipe(profmill().arg("show").arg(&store).arg("-b").arg(&binary));
     let fdata = dir.path().join("a.fdata");
     std::fs::write(&fdata, "1 main 10 1 foo 0 0 3\n").unwrap();
     assert_quiet_on_closed_pipe(profmill().arg("merge-fdata").arg(&fdata));
