@@ -55,7 +55,7 @@ pub struct Args {
     /// file name, or a build-id of at least 8 hex digits); repeat for several.
     #[arg(long, value_name = "NAME|BUILD-ID")]
     only: Vec<String>,
-    /// Output file (or directory, with several binaries).
+    /// Output file (or directory, with several binaries); `-` for standard output.
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
     #[arg(long, value_enum, default_value = "preagg")]
@@ -136,6 +136,9 @@ fn check_args(args: &Args) -> Result<(), BoxError> {
             clap::ValueEnum::to_possible_value(&args.format).map(|v| v.get_name().to_owned()).unwrap_or_default()
         )
         .into());
+    }
+    if args.output.as_os_str() == "-" && (args.format == Format::Store || args.binaries.len() > 1) {
+        return Err("-o - writes one binary's text profile to standard output; a profile store or several binaries need a path".into());
     }
     Ok(())
 }

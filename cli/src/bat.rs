@@ -243,6 +243,6 @@ fn translate(elf: &Path, addresses: &[String]) -> Result<(), BoxError> {
             "0x{address:x}: {parent}+0x{input:x}{part}; as a branch source: {parent}+0x{source:x}"
         );
     }
-    print!("{out}");
+    std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(())
 }

@@ -144,11 +144,28 @@ fn main() -> ExitCode {
 fn finish(result: Result<(), Box<dyn std::error::Error>>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that closed our stdout (`| head`) has all it wants: end quietly, as
+        // ripgrep does.
+        Err(e) if is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("profmill: error: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `e`, or an error it wraps, is an I/O error for a closed pipe.
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// Worker threads: `--threads`, else every core.

@@ -153,7 +153,12 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
         Some(path) if path.as_os_str() != "-" => {
             engine::io::output::write_atomically(path, |w| merged.write(w))?
         }
-        _ => write_stdout(&merged)?,
+        _ => {
+            if !write_stdout(&merged)? {
+                // A reader that closed the pipe (`| head`): end quietly.
+                return Ok(());
+            }
+        }
     }
     // merge-fdata's closing line, for scripts that look for it.
     eprintln!("Profile from {} files merged.", merged.files);
@@ -173,7 +178,8 @@ fn merge_and_write_19(options: &Options) -> Result<(), Box<dyn std::error::Error
             let stdout = io::stdout();
             let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
             match merged.write(&mut out).and_then(|()| out.flush()) {
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                // A reader that closed the pipe (`| head`): end quietly.
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
                 other => other?,
             }
         }
@@ -182,13 +188,15 @@ fn merge_and_write_19(options: &Options) -> Result<(), Box<dyn std::error::Error
     Ok(())
 }
 
-/// Writes to standard output; a closed pipe (`| head`) ends the output quietly.
-fn write_stdout(merged: &Merged) -> io::Result<()> {
+/// Writes to standard output; a closed pipe (`| head`) ends the output quietly. Whether the
+/// whole profile was written (false: the reader closed the pipe).
+fn write_stdout(merged: &Merged) -> io::Result<bool> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
     match merged.write(&mut out).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

@@ -74,6 +74,7 @@ impl Encoding {
 pub struct ConvertArgs {
     /// Input profile (text, binary, ExtBinary, gcov or GCOV v4; detected from the content).
     input: PathBuf,
+    /// The converted profile (`-` for standard output).
     #[arg(short, long)]
     output: PathBuf,
     #[command(flatten)]
@@ -98,7 +99,7 @@ pub struct MergeArgs {
     /// A file listing inputs, one per line (`W,FILE` or `FILE`; `#` starts a comment).
     #[arg(short = 'f', long = "input-files", value_name = "LIST")]
     input_files: Option<String>,
-    /// The merged profile.
+    /// The merged profile (`-` for standard output, with `--sample`).
     #[arg(short, long)]
     output: PathBuf,
     #[command(flatten)]
@@ -108,6 +109,9 @@ pub struct MergeArgs {
 /// `profmill merge`: sample profiles with `--sample`, else profile stores.
 pub fn merge(args: MergeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if !args.sample {
+        if args.output.as_os_str() == "-" {
+            return Err("-o - writes a sample profile (--sample) to standard output; merged profile stores need a path".into());
+        }
         return crate::store::merge(crate::store::MergeRequest {
             inputs: &args.inputs,
             weighted: &args.weighted,

@@ -19,6 +19,9 @@ pub struct Args {
     show_mmap_events: bool,
 }
 
+/// The fields of `-F` that we print.
+const SUPPORTED_FIELDS: &[&str] = &["pid", "ip", "brstack"];
+
 struct Lines {
     out: Vec<u8>,
     fields: Fields,
@@ -32,6 +35,13 @@ impl Sink for Lines {
 
 pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let names: Vec<&str> = args.fields.split(',').collect();
+    if let Some(bad) = names.iter().find(|n| !SUPPORTED_FIELDS.contains(n)) {
+        return Err(format!(
+            "-F: field {bad:?} is not printed here; the fields supported are {} (pid is always printed)",
+            SUPPORTED_FIELDS.join(",")
+        )
+        .into());
+    }
     let fields = Fields {
         ip: names.contains(&"ip"),
         brstack: names.contains(&"brstack"),

@@ -238,9 +238,10 @@ pub fn show_hottest(store: &Path, binary: &Path, top: usize) -> Result<(), BoxEr
     } else {
         "taken branches"
     };
-    println!("hottest functions of {} ({what}):", binary.display());
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "hottest functions of {} ({what}):", binary.display())?;
     for (n, f) in hot.into_iter().take(top) {
-        println!("  {n:>12}  {}", functions.get(f).name);
+        writeln!(out, "  {n:>12}  {}", functions.get(f).name)?;
     }
     Ok(())
 }

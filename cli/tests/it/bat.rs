@@ -431,3 +431,25 @@ fn perf2bolt_19_differs_only_in_fall_throughs_of_functions_without_a_table() {
         "perf2bolt 19 now writes these fall-throughs: make this an equality"
     );
 }
+
+/// `bat dump` and `bat translate` into a closed pipe (`| head`) end quietly with status 0.
+#[test]
+fn bat_output_into_a_closed_pipe_ends_quietly() {
+    if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) || !have_tool(LLVM_BOLT_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, PROGRAM_C, "c-pie", false, &["-fPIE", "-pie"]);
+    let profile = sparse_profile(d, &binary);
+    let bolted = d.join("bolted");
+    bolt_it(LLVM_BOLT_22, &binary, &profile, &[], &bolted);
+    assert_quiet_on_closed_pipe(profmill().args(["bat", "dump"]).arg(&bolted));
+    assert_quiet_on_closed_pipe(profmill().args(["bat", "dump", "--json"]).arg(&bolted));
+    assert_quiet_on_closed_pipe(
+        profmill()
+            .args(["bat", "translate"])
+            .arg(&bolted)
+            .arg("0x1000"),
+    );
+}

@@ -198,3 +198,29 @@ pub fn reference_fdata(
     );
     reference
 }
+
+/// Runs `cmd` with its standard output a pipe whose reading end is closed at once (as `| head`
+/// leaves it once it has its lines): the output of a run that ends quietly, as ripgrep does.
+pub fn run_into_closed_pipe(cmd: &mut Command) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+/// Asserts that `cmd`, writing into a closed pipe, exits 0 and prints nothing on stderr.
+pub fn assert_quiet_on_closed_pipe(cmd: &mut Command) {
+    let what = format!("{cmd:?}");
+    let output = run_into_closed_pipe(cmd);
+    assert!(
+        output.status.success() && output.stderr.is_empty(),
+        "{what}: {:?}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -317,3 +317,233 @@ fn an_attr_error_gives_the_attrs_offset() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    assert_quiet_on_closed_pipe(profmill().arg("script").arg(&capture));
+    assert_quiet_on_closed_pipe(
+        profmill()
+            .args(["script", "--show-mmap-events"])
+            .arg(&capture),
+    );
+    let sample = shared_corpus("llvm-profdata/llvm-11/sample-profile.proftext");
+    assert_quiet_on_closed_pipe(profmill().args(["show", "--sample"]).arg(&sample));
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    assert_quiet_on_closed_pipe(profmill().arg("show").arg(&store));
+    assert_quiet_on_closed_pipe(profmill().args(["show", "--json"]).arg(&store));
+    assert_quiet_on_closed_pipe(profmill().arg("show").arg(&store).arg("-b").arg(&binary));
+    let fdata = dir.path().join("a.fdata");
+    std::fs::write(&fdata, "1 main 10 1 foo 0 0 3\n").unwrap();
+    assert_quiet_on_closed_pipe(profmill().arg("merge-fdata").arg(&fdata));
+    assert_quiet_on_closed_pipe(profmill().arg("merge-fdata").arg(&fdata).args(["-o", "-"]));
+}
+
+/// `-o -` is standard output (as in llvm-profdata), never a file named `-`; `out` is `-o FILE`.
+fn assert_dash_is_stdout(args: &[&std::ffi::OsStr], dir: &std::path::Path) {
+    let file = dir.join("out.file");
+    let to_file = profmill()
+        .args(args)
+        .arg("-o")
+        .arg(&file)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        to_file.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&to_file.stderr)
+    );
+    let to_stdout = profmill()
+        .args(args)
+        .args(["-o", "-"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        to_stdout.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&to_stdout.stderr)
+    );
+    assert!(!dir.join("-").exists(), "{args:?} wrote a file named -");
+    let expected = std::fs::read(&file).unwrap();
+    assert!(!expected.is_empty(), "{args:?}");
+    assert_eq!(to_stdout.stdout, expected, "{args:?}");
+}
+
+#[test]
+fn dash_output_is_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = shared_corpus("llvm-profdata/llvm-11/sample-profile.proftext");
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    for to in ["text", "extbinary", "gcov-v4-text"] {
+        assert_dash_is_stdout(
+            &[os("convert"), sample.as_os_str(), os("--to"), os(to)],
+            dir.path(),
+        );
+        assert_dash_is_stdout(
+            &[
+                os("merge"),
+                os("--sample"),
+                sample.as_os_str(),
+                sample.as_os_str(),
+                os("--to"),
+                os(to),
+            ],
+            dir.path(),
+        );
+    }
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    for format in ["preagg", "preagg-legacy", "fdata"] {
+        assert_dash_is_stdout(
+            &[
+                os("aggregate"),
+                capture.as_os_str(),
+                os("-b"),
+                binary.as_os_str(),
+                os("--format"),
+                os(format),
+            ],
+            dir.path(),
+        );
+    }
+    // A store (binary, and possibly several files' worth) is refused on stdout, clearly.
+    for args in [
+        &[
+            os("aggregate"),
+            capture.as_os_str(),
+            os("--format"),
+            os("store"),
+        ][..],
+        &[os("merge"), os("x.pms")][..],
+    ] {
+        let out = profmill()
+            .args(args)
+            .args(["-o", "-"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("-o -"), "{stderr}");
+        assert!(!dir.path().join("-").exists());
+    }
+}
+
+#[test]
+fn script_refuses_fields_it_does_not_print() {
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    for fields in ["pid,sym", "ip,brstack,comm", "pid,"] {
+        let out = profmill()
+            .args(["script", "-F", fields])
+            .arg(&capture)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && out.stdout.is_empty(), "{fields}");
+        assert!(
+            stderr.contains("pid,ip,brstack") && stderr.lines().count() == 1,
+            "{fields}: {stderr}"
+        );
+    }
+    for fields in ["pid", "ip", "pid,brstack", "brstack,ip,pid"] {
+        run_ok(profmill().args(["script", "-F", fields]).arg(&capture));
+    }
+}
+
+/// A directory or a device where a capture or a binary belongs, and an empty or file-mode
+/// capture on standard input, are named for what they are (not `No such device (os error 19)`
+/// or `failed to fill whole buffer`).
+#[test]
+fn paths_that_are_not_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    let out = dir.path().join("out");
+    let d = dir.path().as_os_str();
+    let null = std::ffi::OsStr::new("/dev/null");
+    let fails_with = |cmd: &mut std::process::Command, expected: &[&str]| {
+        let what = format!("{cmd:?}");
+        let output = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{what}");
+        assert_eq!(stderr.lines().count(), 1, "{what}: {stderr}");
+        for e in expected {
+            assert!(stderr.contains(e), "{what}: {stderr}");
+        }
+        assert!(!stderr.contains("os error"), "{what}: {stderr}");
+        assert!(!out.exists(), "{what}");
+    };
+    for (path, is) in [(d, "is a directory"), (null, "is a character device")] {
+        let name = path.to_string_lossy().into_owned();
+        let as_capture = [name.as_str(), is, "perf.data capture"];
+        fails_with(profmill().arg("script").arg(path), &as_capture);
+        fails_with(
+            profmill()
+                .arg("aggregate")
+                .arg(path)
+                .arg("-b")
+                .arg(&binary)
+                .arg("-o")
+                .arg(&out),
+            &as_capture,
+        );
+        fails_with(
+            profmill()
+                .arg("perf2bolt")
+                .arg(&binary)
+                .arg("-p")
+                .arg(path)
+                .arg("-o")
+                .arg(&out),
+            &as_capture,
+        );
+        let as_binary = [name.as_str(), is, "ELF binary"];
+        fails_with(
+            profmill()
+                .arg("aggregate")
+                .arg(&capture)
+                .arg("-b")
+                .arg(path)
+                .arg("-o")
+                .arg(&out),
+            &as_binary,
+        );
+        fails_with(
+            profmill()
+                .arg("perf2bolt")
+                .arg(path)
+                .arg("-p")
+                .arg(&capture)
+                .arg("-o")
+                .arg(&out),
+            &as_binary,
+        );
+    }
+    // Empty standard input.
+    fails_with(
+        profmill().args(["script", "-"]),
+        &["<stdin>", "empty", "pipe-mode"],
+    );
+    // A file-mode capture on standard input.
+    let output = profmill()
+        .args(["script", "-"])
+        .stdin(std::fs::File::open(&capture).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("file-mode") && stderr.contains("give its path"),
+        "{stderr}"
+    );
+}

@@ -24,6 +24,50 @@ impl std::ops::Deref for InputBytes {
 /// either way, and reading a small file is as fast and leaves nothing mapped.
 const MAP_AT_LEAST: u64 = 256 << 10;
 
+/// Opens `path`, which is to be `what` (e.g. "an ELF binary") and mapped: a directory, a
+/// device, a pipe or a socket cannot be, and is refused with an error that says what the path
+/// is instead.
+pub fn open_regular(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
+    let file = std::fs::File::open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let message = if kind.is_dir() {
+        format!("is a directory, not {what}")
+    } else {
+        format!(
+            "is {}, not a regular file: expected {what}",
+            special_kind(kind)
+        )
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        message,
+    ))
+}
+
+#[cfg(unix)]
+fn special_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: std::fs::FileType) -> &'static str {
+    "a special file"
+}
+
 impl InputBytes {
     /// The bytes of `path`: a large regular file is mapped (and advised sequential), anything
     /// else — a small file, a pipe, a device — is read whole.

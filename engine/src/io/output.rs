@@ -10,11 +10,17 @@ use crate::error::{io_error, Result};
 /// Runs `write` against a buffered temporary file and renames it to `path` if it succeeds. A
 /// symlink is followed, so the file it names is replaced and the link stays. A `path` that is
 /// not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is written in place instead:
-/// renaming over it would replace the device.
+/// renaming over it would replace the device. `-` is standard output, as in LLVM's tools.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
+    if path.as_os_str() == "-" {
+        let mut out = BufWriter::with_capacity(OUTPUT_BUFFER, std::io::stdout().lock());
+        return write(&mut out)
+            .and_then(|()| out.flush())
+            .map_err(io_error(Path::new("<stdout>")));
+    }
     let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let special = std::fs::metadata(&target).is_ok_and(|m| !m.is_file());
     let result = match special {

@@ -46,7 +46,8 @@ impl BinaryInfo {
     pub fn load(path: &Path) -> Result<BinaryInfo> {
         // Mapped, not read: only the headers are looked at, and copying a large binary into
         // fresh memory cost more than the whole rest of this.
-        let file = std::fs::File::open(path).map_err(crate::error::io_error(path))?;
+        let file = crate::io::input::open_regular(path, "an ELF binary")
+            .map_err(crate::error::io_error(path))?;
         // SAFETY: a read-only private mapping; another process truncating the binary while we
         // read its headers is undefined, as for every mmap reader.
         let data = unsafe { memmap2::Mmap::map(&file) }.map_err(crate::error::io_error(path))?;

@@ -336,7 +336,8 @@ pub fn read_capture<S: Sink, F: Fn(Option<&SideBand>) -> S + Sync>(
     };
     match input {
         Input::File(p) => {
-            let file = std::fs::File::open(p).map_err(io_error(p))?;
+            let file =
+                crate::io::input::open_regular(p, "a perf.data capture").map_err(io_error(p))?;
             // SAFETY: the mapping is read-only and private; we accept that another process
             // truncating the capture while we read it is undefined, as every mmap reader does.
             let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error(p))?;
@@ -720,16 +721,27 @@ impl<'f, 'a> Walker<'f, 'a> {
         progress: &dyn Progress,
     ) -> std::result::Result<(), PipeError> {
         let mut head = [0u8; 16];
-        input.read_exact(&mut head).map_err(PipeError::Io)?;
-        let (endian, mode) = header::detect(&head)?;
+        let mut got = 0;
+        while got < head.len() {
+            match input.read(&mut head[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(PipeError::Io(e)),
+            }
+        }
+        if got == 0 {
+            return Err(PipeError::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the input is empty: expected a pipe-mode perf.data capture (`perf record -o -`)",
+            )));
+        }
+        let (endian, mode) = header::detect(&head[..got])?;
         if mode != header::Mode::Pipe {
-            return Err(formats::perf::Error::at(
-                8,
-                formats::perf::ErrorKind::BadHeaderSize(
-                    Bytes::new(&head, endian).u64(8).unwrap_or(0),
-                ),
-            )
-            .into());
+            return Err(PipeError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a file-mode perf.data capture cannot be read from a stream: give its path (only a pipe-mode capture, from `perf record -o -`, can come on standard input)",
+            )));
         }
         self.endian = endian;
         let mut block: Vec<u8> = Vec::with_capacity(PIPE_BLOCK);
