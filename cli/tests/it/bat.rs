@@ -73,6 +73,20 @@ fn sparse_profile(dir: &Path, binary: &Path) -> PathBuf {
     fdata
 }
 
+/// `profmill perf2bolt BINARY -p INPUT -o OUT EXTRA…`, as sorted lines.
+fn our_fdata(binary: &Path, input: &Path, extra: &[&str], out: &Path) -> Vec<String> {
+    let mut cmd = profmill();
+    cmd.arg("perf2bolt")
+        .arg(binary)
+        .arg("-p")
+        .arg(input)
+        .arg("-o")
+        .arg(out)
+        .args(extra);
+    run_ok(&mut cmd);
+    sorted_lines(&std::fs::read(out).unwrap())
+}
+
 /// What llvm-bolt says it wrote: (maps, section size).
 fn reported(stdout: &str) -> (usize, u64) {
     let number = |prefix: &str| {
@@ -270,21 +284,8 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
             let reference =
                 perf2bolt_fdata(PERF2BOLT_22, &bolted, &capture, &[], &d.join("ref.fdata"));
             assert!(reference.iter().any(|l| l == "boltedcollection"), "{what}");
-            let ours = d.join("ours.fdata");
-            run_ok(
-                profmill()
-                    .arg("perf2bolt")
-                    .arg(&bolted)
-                    .arg("-p")
-                    .arg(&capture)
-                    .arg("-o")
-                    .arg(&ours),
-            );
-            assert_same_lines(
-                &sorted_lines(&std::fs::read(&ours).unwrap()),
-                &reference,
-                &what,
-            );
+            let ours = our_fdata(&bolted, &capture, &[], &d.join("ours.fdata"));
+            assert_same_lines(&ours, &reference, &what);
             // Through our pre-aggregated text, read by perf2bolt 22 and by us.
             let preagg = d.join("bolted.preagg");
             profmill_preagg(&capture, &bolted, "preagg", &preagg);
@@ -295,21 +296,8 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
                 &["--pa"],
                 &d.join("pa.fdata"),
             );
-            let ours_pa = d.join("ours-pa.fdata");
-            run_ok(
-                profmill()
-                    .arg("perf2bolt")
-                    .arg(&bolted)
-                    .args(["--pa", "-p"])
-                    .arg(&preagg)
-                    .arg("-o")
-                    .arg(&ours_pa),
-            );
-            assert_same_lines(
-                &sorted_lines(&std::fs::read(&ours_pa).unwrap()),
-                &reference_pa,
-                &what,
-            );
+            let ours_pa = our_fdata(&bolted, &preagg, &["--pa"], &d.join("ours-pa.fdata"));
+            assert_same_lines(&ours_pa, &reference_pa, &what);
             // Through a store aggregated without the binary.
             let store = d.join("bolted.pms");
             run_ok(
@@ -365,22 +353,8 @@ fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
         &["-nl"],
         &d.join("nl.fdata"),
     );
-    let ours = d.join("ours-nl.fdata");
-    run_ok(
-        profmill()
-            .arg("perf2bolt")
-            .arg("-nl")
-            .arg(bolted)
-            .arg("-p")
-            .arg(&capture)
-            .arg("-o")
-            .arg(&ours),
-    );
-    assert_same_lines(
-        &sorted_lines(&std::fs::read(&ours).unwrap()),
-        &reference,
-        what,
-    );
+    let ours = our_fdata(bolted, &capture, &["-nl"], &d.join("ours-nl.fdata"));
+    assert_same_lines(&ours, &reference, what);
 }
 
 /// perf2bolt 19 on a BOLTed binary omits fall-throughs that perf2bolt 22, and we, find by walking
@@ -406,17 +380,7 @@ fn perf2bolt_19_differs_only_in_fall_throughs_of_functions_without_a_table() {
         let capture = d.join("bolted.data");
         generate_capture(&capture, &[&bolted], 1, 400, false, 3);
         let theirs = perf2bolt_fdata(PERF2BOLT_19, &bolted, &capture, &[], &d.join("19.fdata"));
-        let ours = d.join("ours.fdata");
-        run_ok(
-            profmill()
-                .arg("perf2bolt")
-                .arg(&bolted)
-                .arg("-p")
-                .arg(&capture)
-                .arg("-o")
-                .arg(&ours),
-        );
-        let ours = sorted_lines(&std::fs::read(&ours).unwrap());
+        let ours = our_fdata(&bolted, &capture, &[], &d.join("ours.fdata"));
         let only_theirs: Vec<&String> = theirs.iter().filter(|l| !ours.contains(l)).collect();
         assert!(only_theirs.is_empty(), "{bolt}: {only_theirs:#?}");
         for line in ours.iter().filter(|l| !theirs.contains(l)) {
