@@ -210,3 +210,20 @@ pub fn first_difference(ours: &[u8], theirs: &[u8]) -> String {
     }
     format!("{} lines vs {} lines", a.lines().count(), b.lines().count())
 }
+
+/// The committed seeds and past crash inputs of fuzz target `target` (`fuzz/seeds/<target>`),
+/// as (path, bytes), sorted by path: what the normal tests replay without cargo-fuzz.
+pub fn fuzz_seeds(target: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/seeds")
+        .join(target);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+        .collect()
+}

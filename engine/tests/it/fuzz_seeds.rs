@@ -2,25 +2,10 @@
 //! replayed through the same harness the targets run (`fuzz/harness/mod.rs`), so that a
 //! regression shows up in the normal test run without cargo-fuzz.
 
-use std::path::Path;
-
 #[path = "../../../fuzz/harness/mod.rs"]
 mod harness;
 
-fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/seeds")
-        .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
-        .collect()
-}
+use testsupport::fuzz_seeds as seeds;
 
 /// Replays every seed of `target`; returns how many `run` reported as read through.
 fn replay(target: &str, run: impl Fn(&[u8]) -> bool) -> usize {

@@ -1,22 +1,7 @@
 //! The fuzz targets' committed seeds and past crash inputs, replayed through the same checks
 //! the targets run, so that a regression shows up without cargo-fuzz.
 
-use std::path::Path;
-
-fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/seeds")
-        .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
-        .collect()
-}
+use testsupport::fuzz_seeds as seeds;
 
 #[test]
 fn store_seeds_replay() {
