@@ -56,6 +56,23 @@ fn build(dir: &Path, source: &str, name: &str, cxx: bool, flags: &[&str]) -> Pat
     out
 }
 
+/// The llvm-bolt versions installed (19 and 22).
+fn installed_bolts() -> Vec<&'static str> {
+    [LLVM_BOLT_19, LLVM_BOLT_22]
+        .into_iter()
+        .filter(|b| have_tool(b))
+        .collect()
+}
+
+/// The test programs: C non-PIE and PIE, C++ with exceptions (PIE).
+fn programs(d: &Path) -> [PathBuf; 3] {
+    [
+        build(d, PROGRAM_C, "c-nopie", false, &["-fno-pie", "-no-pie"]),
+        build(d, PROGRAM_C, "c-pie", false, &["-fPIE", "-pie"]),
+        build(d, PROGRAM_CXX, "cxx-pie", true, &["-fPIE", "-pie"]),
+    ]
+}
+
 /// A profile that touches few blocks (so that BOLT splits the rest off as cold): perf2bolt 22
 /// on a generated capture of a handful of distinct stacks.
 fn sparse_profile(dir: &Path, binary: &Path) -> PathBuf {
@@ -203,17 +220,10 @@ fn bat_sections_of_llvm_19_and_22_read_and_rewrite_exactly() {
     if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) || !have_tool(LLVM_OBJCOPY_19) {
         return;
     }
-    let bolts: Vec<&str> = [LLVM_BOLT_19, LLVM_BOLT_22]
-        .into_iter()
-        .filter(|b| have_tool(b))
-        .collect();
+    let bolts = installed_bolts();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let programs = [
-        build(d, PROGRAM_C, "c-nopie", false, &["-fno-pie", "-no-pie"]),
-        build(d, PROGRAM_C, "c-pie", false, &["-fPIE", "-pie"]),
-        build(d, PROGRAM_CXX, "cxx-pie", true, &["-fPIE", "-pie"]),
-    ];
+    let programs = programs(d);
     let mut cold = 0;
     for binary in &programs {
         let profile = sparse_profile(d, binary);
@@ -259,17 +269,10 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
     if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) {
         return;
     }
-    let bolts: Vec<&str> = [LLVM_BOLT_19, LLVM_BOLT_22]
-        .into_iter()
-        .filter(|b| have_tool(b))
-        .collect();
+    let bolts = installed_bolts();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let programs = [
-        build(d, PROGRAM_C, "c-nopie", false, &["-fno-pie", "-no-pie"]),
-        build(d, PROGRAM_C, "c-pie", false, &["-fPIE", "-pie"]),
-        build(d, PROGRAM_CXX, "cxx-pie", true, &["-fPIE", "-pie"]),
-    ];
+    let programs = programs(d);
     let mut compared = 0;
     for binary in &programs {
         let profile = sparse_profile(d, binary);
