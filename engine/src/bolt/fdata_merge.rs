@@ -19,10 +19,13 @@
 //!   over the output (a key that is a prefix of another can only end in a shorter offset,
 //!   whose following space sorts before any digit); memory lines still come last.
 //! * Differences on input LLVM 22 rejects or garbles, documented by tests: negative counts are
-//!   accepted (as llvm-bolt's reader accepts them); blank lines and trailing spaces are
-//!   skipped; a line with extra or missing fields is an error (LLVM 22 keys it as whatever
-//!   precedes its last two fields); empty inputs are ignored (LLVM 22 fails on them). A sum
-//!   that does not fit `int64_t` (what llvm-bolt reads) is an error; LLVM 22 wraps `uint64_t`.
+//!   accepted (as llvm-bolt's reader accepts them); a line with extra or missing fields is an
+//!   error (LLVM 22 keys it as whatever precedes its last two fields). A sum that does not
+//!   fit `int64_t` (what llvm-bolt reads) is an error; LLVM 22 wraps `uint64_t`.
+//! * Refused as LLVM 22 refuses them: an empty input or one with only header lines, a blank
+//!   line and a line ending in whitespace (LLVM 22 reads the empty line's type, or the
+//!   trailing field's count, and fails; merge-fdata after LLVM 22 trims lines and skips blank
+//!   ones, and llvm-bolt's reader stops at a blank line).
 //!
 //! Inputs are parsed in parallel (rayon), each worker summing into its own hash-partitioned
 //! table (see "Partitioned aggregation" below); sums commute, and the order is fixed by the
@@ -77,6 +80,18 @@ pub enum MergeError {
         /// Whether an fdata input came before it (merge-fdata then reports a mix).
         mixed: bool,
     },
+    /// `path` is empty or has a blank line or a line ending in whitespace, which LLVM 22's
+    /// merge-fdata refuses ("Malformed / corrupted entry type" or "… execution count").
+    Blank {
+        /// The profile.
+        path: PathBuf,
+        /// 1-based line number (one past the last line for an input without profile lines).
+        line: u64,
+        /// Byte offset of that line's start.
+        offset: u64,
+        /// What was found there.
+        found: &'static str,
+    },
     /// The inputs name no file.
     NoInputs,
     /// A summed count does not fit a signed 64-bit integer (llvm-bolt reads `int64_t`).
@@ -114,6 +129,17 @@ impl fmt::Display for MergeError {
             MergeError::Yaml { path, mixed: false } => write!(
                 f,
                 "{}: a YAML profile; profmill merge-fdata merges fdata profiles only",
+                path.display()
+            ),
+            MergeError::Blank {
+                path,
+                line,
+                offset,
+                found,
+            } => write!(
+                f,
+                "{}: line {line} (byte offset {offset}): expected a profile line, found {found} \
+                 (LLVM 22's merge-fdata refuses it too)",
                 path.display()
             ),
             MergeError::NoInputs => write!(f, "no input files (directories were empty)"),
@@ -479,10 +505,48 @@ fn add_input(table: &mut Table, sources: &Sources, index: usize) -> Result<()> {
         path: path.clone(),
         source,
     };
+    check_no_blank_lines(path, &bytes)?;
     for entry in FdataReader::new(&bytes).map_err(parse_error)? {
         let entry = entry.map_err(parse_error)?;
         let (kind, sums) = kind_and_sums(&entry);
         table.push(entry.key, kind, sums);
+    }
+    Ok(())
+}
+
+/// Refuses what LLVM 22's merge-fdata refuses before our parser sees it: after the header
+/// lines (`boltedcollection`, then `no_lbr`, each only where merge-fdata looks for it), at
+/// least one line, none of them empty or ending in whitespace.
+fn check_no_blank_lines(path: &Path, bytes: &[u8]) -> Result<()> {
+    let blank = |line: u64, offset: usize, found: &'static str| MergeError::Blank {
+        path: path.to_owned(),
+        line,
+        offset: offset as u64,
+        found,
+    };
+    let mut start = 0;
+    let mut line = 1;
+    for header in [&b"boltedcollection"[..], b"no_lbr"] {
+        if bytes[start..].starts_with(header) {
+            start = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |n| start + n + 1);
+            line += 1;
+        }
+    }
+    if start >= bytes.len() {
+        return Err(blank(line, start, "the end of the file"));
+    }
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |n| start + n);
+        let text = &bytes[start..end];
+        match text.last() {
+            None => return Err(blank(line, start, "an empty line")),
+            Some(c) if c.is_ascii_whitespace() => {
+                return Err(blank(line, start, "a line ending in whitespace"))
+            }
+            Some(_) => {}
+        }
+        start = end + 1;
+        line += 1;
     }
     Ok(())
 }
@@ -786,7 +850,6 @@ mod tests {
     fn keeps_headers_and_no_lbr_events() {
         let (header, text) = merged(&[
             ("a", "boltedcollection\nno_lbr cycles:u:\n1 main 10 5\n"),
-            ("empty", ""),
             (
                 "b",
                 "no_lbr instructions: cycles:u:\nboltedcollection\n1 main 10 5\n1 main 11 1\n",
