@@ -1,9 +1,13 @@
 //! `profmill demo`: the main job on a built-in input. Generates a synthetic LBR capture of
 //! profmill's own executable (real control flow, see `corpus`), then aggregates it.
 
+use std::io::{self, Seek, Write};
 use std::path::PathBuf;
 
 use corpus::{LbrBinary, LbrCaptureSpec};
+use engine::io::progress::Progress;
+
+use crate::progress::Bar;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,10 +39,15 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         seed: 1,
         mem_loads: None,
     };
-    let stats = corpus::write_lbr_capture(
-        &spec,
-        &mut std::io::BufWriter::new(std::fs::File::create(&capture)?),
-    )?;
+    let bar = Bar::bytes(Some(spec.target_bytes), "generating the capture");
+    let mut out = io::BufWriter::new(Counted {
+        inner: std::fs::File::create(&capture)?,
+        bar: &bar,
+    });
+    let stats = corpus::write_lbr_capture(&spec, &mut out)?;
+    out.flush()?;
+    drop(out);
+    bar.finish();
     eprintln!(
         "profmill demo: generated {} ({} samples, {} MB)",
         capture.display(),
@@ -53,4 +62,29 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         println!("  {line}");
     }
     Ok(())
+}
+
+/// A writer that moves the progress bar by the bytes it writes.
+struct Counted<'a, W> {
+    inner: W,
+    bar: &'a Bar,
+}
+
+impl<W: Write> Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bar.advance(n as u64);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The generator seeks back to patch the header; those bytes are counted twice, which only
+/// moves the bar a few bytes early.
+impl<W: Seek> Seek for Counted<'_, W> {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
+    }
 }
