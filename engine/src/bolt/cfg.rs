@@ -63,6 +63,8 @@ pub struct Block {
     /// Whether the last successor is the fall-through edge (BOLT adds it after the taken
     /// ones, which decides the predecessors' order).
     pub falls_through: bool,
+    /// Whether the block starts at an entry point: offset 0 or a secondary entry.
+    pub is_entry: bool,
 }
 
 impl Cfg {
@@ -119,13 +121,26 @@ struct Insn {
     kind: Kind,
 }
 
-/// Builds the body of `f` as BOLT would.
+/// Builds the body of `f` as BOLT would, with the entry points its own symbols and references
+/// mark (not those that other functions' references create).
 pub fn analyse(functions: &Functions, f: &Function) -> Body {
     match disassemble(functions, f) {
-        Ok(d) => finish(functions, f, d, &BTreeSet::new()),
+        Ok(d) => {
+            if d.unsupported {
+                return Body::NoCfg(UNSUPPORTED.into());
+            }
+            let mut entries = f.entries.clone();
+            entries.extend(&d.own_entries);
+            entries.sort_unstable();
+            entries.dedup();
+            finish(functions, f, d, &BTreeSet::new(), &entries)
+        }
         Err(body) => body,
     }
 }
+
+/// Why BOLT ignores a function with `jrcxz`, `jecxz` or `loop*` (or one they jump into).
+pub(crate) const UNSUPPORTED: &str = "jrcxz, jecxz or loop, which BOLT does not support";
 
 /// A function decoded, with its indirect jumps classified: the first of two phases, so that
 /// jump tables can be bounded by the tables of every function analysed (BOLT bounds each table
@@ -133,6 +148,16 @@ pub fn analyse(functions: &Functions, f: &Function) -> Body {
 pub(crate) struct Disassembled {
     decoded: Vec<Decoded>,
     dispatches: Vec<(usize, Indirect)>,
+    /// Addresses outside the function that its direct branches and calls and its RIP-relative
+    /// operands in code refer to, in instruction order (BOLT's interprocedural references).
+    pub(crate) references: Vec<u64>,
+    /// Offsets inside the function that its own RIP-relative operands refer to: BOLT makes
+    /// each an entry point, since the address may escape.
+    pub(crate) own_entries: Vec<u64>,
+    /// Whether it has an instruction BOLT does not support (then BOLT ignores it).
+    pub(crate) unsupported: bool,
+    /// Targets of those instructions: BOLT ignores the functions holding them too.
+    pub(crate) unsupported_targets: Vec<u64>,
 }
 
 /// What phase two needs of an instruction: 12 bytes instead of iced's 40, since the
@@ -177,6 +202,11 @@ impl Decoded {
             FlowControl::UnconditionalBranch => (Flow::Jump, NO_TARGET),
             FlowControl::IndirectBranch => (Flow::IndirectJump, NO_TARGET),
             FlowControl::Return => (Flow::Return, NO_TARGET),
+            // A call into the function's own body gets a label (a block starts there) but no
+            // edge (hand-written assembly calls local helpers this way).
+            FlowControl::Call if is_near_branch(ins) => {
+                (Flow::Call, internal(ins.near_branch_target()))
+            }
             FlowControl::Call | FlowControl::IndirectCall => (Flow::Call, NO_TARGET),
             _ if ins.code() == Code::Ud2 => (Flow::Trap, NO_TARGET),
             _ => (Flow::Other, NO_TARGET),
@@ -211,6 +241,20 @@ impl Disassembled {
             Indirect::Table(p) => Some(*p),
             _ => None,
         })
+    }
+
+    /// Whether an instruction starts at `offset` (LLVM's disassembler counts a leading `lock`
+    /// as an instruction of its own).
+    pub(crate) fn has_instruction_at(&self, offset: u64) -> bool {
+        let Ok(offset) = u32::try_from(offset) else {
+            return false;
+        };
+        let i = self.decoded.partition_point(|d| d.offset < offset);
+        let at = |k: usize| self.decoded.get(k);
+        at(i).is_some_and(|d| d.offset == offset)
+            || i.checked_sub(1)
+                .and_then(at)
+                .is_some_and(|d| d.locked && d.offset + 1 == offset)
     }
 
     /// Start addresses of the jump tables this function dispatches through.
@@ -249,22 +293,82 @@ pub(crate) fn disassemble(functions: &Functions, f: &Function) -> Result<Disasse
         .iter()
         .map(|ins| Decoded::new(ins, f, code))
         .collect();
-    Ok(Disassembled {
+    let mut d = Disassembled {
         decoded,
         dispatches,
-    })
+        references: Vec::new(),
+        own_entries: Vec::new(),
+        unsupported: false,
+        unsupported_targets: Vec::new(),
+    };
+    find_references(functions, f, &instructions, &mut d);
+    Ok(d)
+}
+
+/// BOLT's `disassemble` view of what an instruction refers to: a direct branch or call to an
+/// address outside the function (but a jump to its end inside its padding, which BOLT takes
+/// for `__builtin_unreachable`), or a RIP-relative operand in code (`handleAddressRef`).
+fn find_references(
+    functions: &Functions,
+    f: &Function,
+    instructions: &[Instruction],
+    d: &mut Disassembled,
+) {
+    let end = f.address + f.size;
+    for ins in instructions {
+        if is_unsupported(ins) {
+            d.unsupported = true;
+            d.unsupported_targets.push(ins.near_branch_target());
+        }
+        let direct = matches!(
+            ins.flow_control(),
+            FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch | FlowControl::Call
+        ) && is_near_branch(ins);
+        if direct {
+            let target = ins.near_branch_target();
+            let unreachable = target == end && target < f.max_end;
+            if !f.contains(target) && !unreachable {
+                d.references.push(target);
+            }
+        } else if ins.is_ip_rel_memory_operand() {
+            let target = ins.ip_rel_memory_address();
+            if !functions.is_code(target) {
+                continue;
+            }
+            if !f.contains(target) {
+                d.references.push(target);
+            } else if target != f.address {
+                d.own_entries.push(target - f.address);
+            }
+        }
+    }
+}
+
+/// `X86MCPlusBuilder::isUnsupportedInstruction`: the short-displacement branches BOLT gives up
+/// on.
+fn is_unsupported(ins: &Instruction) -> bool {
+    use iced_x86::Mnemonic::*;
+    matches!(ins.mnemonic(), Jrcxz | Jecxz | Jcxz | Loop | Loope | Loopne)
 }
 
 /// Phase two: blocks and edges, each jump table bounded by the next of `known_tables` (and of
-/// the function's own tables).
+/// the function's own tables); `entries` are the offsets of the secondary entry points,
+/// ascending.
 pub(crate) fn finish(
     functions: &Functions,
     f: &Function,
     d: Disassembled,
     known_tables: &BTreeSet<u64>,
+    entries: &[u64],
 ) -> Body {
     let (insns, tables) = lay_out(functions, f, &d, known_tables);
-    match build(f, &insns, &tables) {
+    let call_targets: Vec<u64> = d
+        .decoded
+        .iter()
+        .filter(|ins| ins.flow == Flow::Call && ins.target != NO_TARGET)
+        .map(|ins| u64::from(ins.target))
+        .collect();
+    match build(f, &insns, &tables, entries, &call_targets) {
         Ok(cfg) => Body::Cfg(cfg),
         Err(why) => Body::NoCfg(why),
     }
@@ -375,11 +479,25 @@ fn is_near_branch(ins: &Instruction) -> bool {
     )
 }
 
-/// Blocks and edges from the instruction list; an error if a branch lands mid-instruction.
-fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, String> {
+/// Blocks and edges from the instruction list; an error if a branch or an entry point lands
+/// mid-instruction.
+fn build(
+    f: &Function,
+    insns: &[Insn],
+    tables: &[Vec<u64>],
+    entries: &[u64],
+    call_targets: &[u64],
+) -> Result<Cfg, String> {
     let is_start = |offset: u64| insns.binary_search_by_key(&offset, |i| i.offset).is_ok();
+    // `postProcessEntryPoints`: an entry point off the instructions (or past them) makes the
+    // function non-simple.
+    if let Some(e) = entries.iter().find(|&&e| e != 0 && !is_start(e)) {
+        return Err(format!("entry point {e:#x} is not at an instruction"));
+    }
     let mut labels: Vec<u64> = vec![0];
     labels.extend(f.landing_pads.iter().copied());
+    labels.extend(entries.iter().copied());
+    labels.extend(call_targets.iter().copied());
     for insn in insns {
         match insn.kind {
             Kind::CondBranch(Some(t)) | Kind::Jump(Some(t)) => labels.push(t),
@@ -429,6 +547,7 @@ fn build(f: &Function, insns: &[Insn], tables: &[Vec<u64>]) -> Result<Cfg, Strin
     add_edges(&mut blocks, &last_kind, &members, insns, tables);
     for b in blocks.iter_mut() {
         b.is_landing_pad = f.landing_pads.binary_search(&b.offset).is_ok();
+        b.is_entry = b.offset == 0 || entries.binary_search(&b.offset).is_ok();
     }
     Ok(Cfg::new(blocks, f.size))
 }

@@ -14,8 +14,9 @@
 //! * an `.eh_frame` FDE that starts outside every function so far is a function
 //!   `__BOLT_FDE_FUNCat<hex>` (all the functions of a stripped binary, with `--allow-stripped`).
 //!
-//! Not modelled: secondary entry points (symbols inside a function's body, which compilers do
-//! not emit for C/C++/Rust).
+//! * a symbol inside a function's body (hand-written assembly's labels) marks a secondary entry
+//!   point there (see [`Function::entries`]; `cfg` adds those that other functions' references
+//!   create).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -45,6 +46,9 @@ pub struct Function {
     pub landing_pads: Vec<u64>,
     /// A compiler-split function: a `.cold` fragment, or the parent of one.
     pub split: bool,
+    /// Offsets of the secondary entry points that symbols inside the function mark (BOLT's
+    /// `adjustFunctionBoundaries`), ascending.
+    pub entries: Vec<u64>,
 }
 
 impl Function {
@@ -123,6 +127,7 @@ impl Functions {
         let fdes = fde_functions(&super::eh::fde_ranges(&file), &functions, &code);
         functions.extend(fdes);
         functions.sort_by_key(|f| f.address);
+        add_symbol_entries(&file, &mut functions, &code);
         assign_max_ends(&mut functions, &code);
         let pads = super::eh::landing_pads(&file);
         for f in functions.iter_mut() {
@@ -201,6 +206,13 @@ impl Functions {
     /// for jump tables).
     pub(crate) fn is_data(&self, addr: u64) -> bool {
         self.section_at(addr).is_some_and(|s| !s.executable)
+    }
+
+    /// Whether `addr` lies in an executable section with file contents.
+    pub(crate) fn is_code(&self, addr: u64) -> bool {
+        self.sections
+            .iter()
+            .any(|s| s.executable && addr >= s.address && addr - s.address < s.bytes.len() as u64)
     }
 
     fn section_at(&self, addr: u64) -> Option<&Section> {
@@ -282,6 +294,7 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
                 is_plt: false,
                 landing_pads: Vec::new(),
                 split,
+                entries: Vec::new(),
             }),
         }
     }
@@ -419,6 +432,7 @@ fn fde_functions(
             is_plt: false,
             landing_pads: Vec::new(),
             split: false,
+            entries: Vec::new(),
         });
     }
     out
@@ -506,6 +520,7 @@ fn plt_functions(
                     is_plt: true,
                     landing_pads: Vec::new(),
                     split: false,
+                    entries: Vec::new(),
                 });
             }
             off += entry;
@@ -521,6 +536,7 @@ fn plt_functions(
                 is_plt: true,
                 landing_pads: Vec::new(),
                 split: false,
+                entries: Vec::new(),
             });
         }
     }
@@ -549,6 +565,61 @@ fn stub_slot(bytes: &[u8], addr: u64, mut entry: u64, first: bool) -> (Option<u6
         }
     }
     (None, entry)
+}
+
+/// BOLT's `adjustFunctionBoundaries`: each symbol inside a function's size after its start is
+/// an entry point, up to the first symbol BOLT does not tolerate inside a body
+/// (`isSymbolValidInScope`): tolerated are symbols of size 0 and local symbols without a type
+/// (`STT_NOTYPE`).
+fn add_symbol_entries(
+    file: &object::File,
+    functions: &mut [Function],
+    code: &[(u64, u64, String, Vec<u8>)],
+) {
+    // The symbols BOLT keeps (`FileSymRefs`) that may lie in code: defined, in an allocated
+    // section, not files or sections, not at address 0.
+    // (address, tolerated anywhere, tolerated inside the function's size)
+    let mut symbols: Vec<(u64, bool, bool)> = file
+        .symbols()
+        .filter(|s| {
+            !s.is_undefined()
+                && s.address() != 0
+                && !matches!(s.kind(), SymbolKind::File | SymbolKind::Section)
+                && !matches!(s.name(), Ok("__hot_start" | "__hot_end"))
+        })
+        .filter(|s| match s.section() {
+            object::SymbolSection::Section(i) => file
+                .section_by_index(i)
+                .is_ok_and(|sec| sec.kind() == SectionKind::Text),
+            _ => false,
+        })
+        .map(|s| {
+            let anywhere = s.kind() == SymbolKind::Unknown && s.is_local();
+            (s.address(), anywhere, s.size() == 0)
+        })
+        .collect();
+    symbols.sort_unstable();
+    let starts: Vec<u64> = functions.iter().map(|f| f.address).collect();
+    for (i, f) in functions.iter_mut().enumerate() {
+        let section_end = code
+            .iter()
+            .find(|(s, n, _, _)| f.address >= *s && f.address < s + n)
+            .map_or(f.address + f.size, |(s, n, _, _)| s + n);
+        let next = starts.get(i + 1).copied().unwrap_or(u64::MAX);
+        let first = symbols.partition_point(|&(a, ..)| a <= f.address);
+        for &(addr, anywhere, inside_only) in &symbols[first..] {
+            if addr >= next || addr >= section_end {
+                break;
+            }
+            // perf2bolt 22 makes no entry of a label past the function's size (in its
+            // padding), though `isSymbolValidInScope` would tolerate a local one.
+            if addr >= f.address + f.size || !(anywhere || inside_only) {
+                break;
+            }
+            f.entries.push(addr - f.address);
+        }
+        f.entries.dedup();
+    }
 }
 
 /// Max size: up to the next function or the end of the section; a 0-size symbol takes it all.

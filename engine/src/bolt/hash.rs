@@ -398,7 +398,8 @@ pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes
         .filter(|(f, _)| !f.is_plt)
         .map(|(f, d)| {
             let body = match d {
-                Ok(d) => cfg::finish(functions, f, d, &jump_tables),
+                // Secondary entry points are not modelled here yet (issue 18 covers fdata).
+                Ok(d) => cfg::finish(functions, f, d, &jump_tables, &[]),
                 Err(body) => body,
             };
             let (offsets, hashes) = match body {

@@ -249,8 +249,10 @@ impl<'f> Fdata<'f> {
     }
 }
 
-/// CFGs of every function holding the start of a fall-through range (but those whose
-/// fall-throughs a BOLTed binary's translation tables give).
+/// CFGs of every function the profile touches (but those whose fall-throughs a BOLTed binary's
+/// translation tables give). Those are what BOLT's lite mode disassembles (functions holding a
+/// branch's source or target), and their references to one another decide the secondary entry
+/// points (see [`entry_points`]).
 fn analyse_touched(
     profile: &BinaryProfile,
     functions: &Functions,
@@ -261,17 +263,28 @@ fn analyse_touched(
     let mut touched: Vec<u32> = profile
         .traces
         .par_iter()
-        .filter(|((_, _, to), _)| *to != BR_ONLY)
-        .filter_map(|((_, from, _), _)| functions.index_containing(*from))
+        .flat_map_iter(|&((branch, from, to), _)| {
+            let to = (to != BR_ONLY).then_some(to);
+            [Some(branch), Some(from), to]
+                .into_iter()
+                .flatten()
+                .filter_map(|a| functions.index_containing(a))
+        })
         .filter(|&i| !translated(i))
         .map(|i| i as u32)
         .collect();
     touched.par_sort_unstable();
     touched.dedup();
-    let phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = touched
+    let mut phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = touched
         .into_par_iter()
         .map(|i| (i, cfg::disassemble(functions, functions.get(i as usize))))
         .collect();
+    let (entries, ignored) = entry_points(functions, &phase_one);
+    for (i, d) in phase_one.iter_mut() {
+        if let (Some(why), true) = (ignored.get(i), d.is_ok()) {
+            *d = Err(Body::NoCfg(why.clone()));
+        }
+    }
     let tables: std::collections::BTreeSet<u64> = phase_one
         .iter()
         .filter_map(|(_, d)| d.as_ref().ok())
@@ -281,7 +294,11 @@ fn analyse_touched(
         .into_par_iter()
         .map(|(i, d)| {
             let body = match d {
-                Ok(d) => cfg::finish(functions, functions.get(i as usize), d, &tables),
+                Ok(d) => {
+                    let no_entries = Vec::new();
+                    let e = entries.get(&i).unwrap_or(&no_entries);
+                    cfg::finish(functions, functions.get(i as usize), d, &tables, e)
+                }
                 Err(body) => body,
             };
             (i, body)
@@ -289,6 +306,87 @@ fn analyse_touched(
         .collect::<Vec<_>>()
         .into_iter()
         .collect()
+}
+
+/// The secondary entry points of the disassembled functions (offsets, ascending) and the
+/// functions BOLT ignores, with why, as `disassembleFunctions` and
+/// `processInterproceduralReferences` decide them: a function's symbols and its own escaping
+/// addresses mark entries; a function with an unsupported instruction is ignored, as is the
+/// function that instruction jumps into; then, in address order, each reference of a function
+/// not ignored into another function at a non-zero offset is an entry point of that function,
+/// unless it lands inside one of the (disassembled) target's instructions: BOLT then reports
+/// "corrupted control flow" and ignores both functions (and validates no further reference of
+/// the source).
+#[allow(clippy::type_complexity)]
+fn entry_points(
+    functions: &Functions,
+    disassembled: &[(u32, Result<cfg::Disassembled, Body>)],
+) -> (HashMap<u32, Vec<u64>>, HashMap<u32, String>) {
+    let mut entries: HashMap<u32, Vec<u64>> = HashMap::new();
+    let mut ignored: HashMap<u32, String> = HashMap::new();
+    let containing = |addr: u64| {
+        functions
+            .index_containing(addr)
+            .filter(|&i| functions.get(i).contains(addr))
+            .map(|i| i as u32)
+    };
+    let index_of = |i: u32| disassembled.binary_search_by_key(&i, |(j, _)| *j).ok();
+    // Functions BOLT ignores while disassembling: never in its disassembled state, so
+    // references into them are not validated.
+    let mut undisassembled: std::collections::HashSet<u32> = std::collections::HashSet::new();
+    for (i, d) in disassembled {
+        let f = functions.get(*i as usize);
+        let Ok(d) = d else { continue };
+        let e = entries.entry(*i).or_default();
+        e.extend(&f.entries);
+        e.extend(&d.own_entries);
+        if d.unsupported {
+            ignored.insert(*i, cfg::UNSUPPORTED.into());
+            undisassembled.insert(*i);
+            for t in d.unsupported_targets.iter().filter_map(|&a| containing(a)) {
+                ignored.insert(t, cfg::UNSUPPORTED.into());
+                undisassembled.insert(t);
+            }
+        }
+    }
+    for (i, d) in disassembled {
+        let Ok(d) = d else { continue };
+        let mut validate = true;
+        for &addr in &d.references {
+            if ignored.contains_key(i) {
+                break;
+            }
+            let Some(t) = containing(addr).filter(|t| t != i) else {
+                continue;
+            };
+            let target = functions.get(t as usize);
+            let offset = addr - target.address;
+            let target_code = index_of(t)
+                .filter(|_| !undisassembled.contains(&t))
+                .and_then(|k| disassembled[k].1.as_ref().ok());
+            if let (true, Some(code)) = (validate, target_code) {
+                if !code.has_instruction_at(offset) {
+                    let why = format!(
+                        "{} jumps into an instruction of {} at offset {offset:#x}",
+                        functions.get(*i as usize).name,
+                        target.name
+                    );
+                    ignored.insert(*i, why.clone());
+                    ignored.insert(t, why);
+                    validate = false;
+                    continue;
+                }
+            }
+            if offset != 0 {
+                entries.entry(t).or_default().push(offset);
+            }
+        }
+    }
+    for e in entries.values_mut() {
+        e.sort_unstable();
+        e.dedup();
+    }
+    (entries, ignored)
 }
 
 /// The branch sources of the profile's traces that are returns: those the input marks as
@@ -701,9 +799,8 @@ fn fall_throughs(
     let may_be_continuation = if is_return {
         from != 0
     } else {
-        // The entry block (BOLT's only entry point here: secondary entries are not
-        // modelled) and landing pads are never call continuations.
-        !(b == 0 || block.is_landing_pad)
+        // Entry points and landing pads are never call continuations.
+        !(block.is_entry || block.is_landing_pad)
     };
     if entered_at_start && may_be_continuation && b > 0 {
         let prev = &cfg.blocks[b - 1];
