@@ -5,6 +5,7 @@ mod autofdo;
 mod bat;
 mod common;
 mod drop_in_cl;
+mod entries;
 mod errors;
 mod fdata;
 mod fdata_mem;

@@ -3,10 +3,13 @@
 //!
 //! * the function's symbol range is disassembled linearly; an undecodable instruction (other
 //!   than zero padding at the end) makes the function non-simple: no CFG, no fall-throughs;
-//! * blocks start at offset 0, at every internal direct branch target, jump-table entry and
-//!   exception landing pad, and
+//! * blocks start at offset 0, at every internal direct branch target, jump-table entry,
+//!   exception landing pad, secondary entry point and target of a call into the function's own
+//!   body, and
 //!   at the first instruction after a terminator (jumps, returns, `ud2`); an unconditional jump
 //!   right after a conditional branch stays in the conditional branch's block;
+//! * a secondary entry point off the instructions makes the function non-simple; one with
+//!   `jrcxz`, `jecxz` or `loop*` is ignored (BOLT does not support them);
 //! * no-ops stay in their blocks (perf2bolt runs no passes, so none removes them): a block's
 //!   last instruction may be alignment padding, and fall-through edges then start there;
 //! * successors: internal branch targets, jump-table entries, and the next block when the
@@ -149,7 +152,8 @@ pub(crate) struct Disassembled {
     decoded: Vec<Decoded>,
     dispatches: Vec<(usize, Indirect)>,
     /// Addresses outside the function that its direct branches and calls and its RIP-relative
-    /// operands in code refer to, in instruction order (BOLT's interprocedural references).
+    /// operands in code refer to, in instruction order (BOLT's interprocedural references),
+    /// but those of functions' starts.
     pub(crate) references: Vec<u64>,
     /// Offsets inside the function that its own RIP-relative operands refer to: BOLT makes
     /// each an entry point, since the address may escape.
@@ -315,6 +319,13 @@ fn find_references(
     d: &mut Disassembled,
 ) {
     let end = f.address + f.size;
+    // A reference to a function's start creates no entry point, and a function's first
+    // instruction is at its start: only references into a body need the serial pass.
+    let into_a_body = |target: u64| {
+        functions
+            .index_containing(target)
+            .is_some_and(|i| functions.get(i).address != target)
+    };
     for ins in instructions {
         if is_unsupported(ins) {
             d.unsupported = true;
@@ -327,7 +338,7 @@ fn find_references(
         if direct {
             let target = ins.near_branch_target();
             let unreachable = target == end && target < f.max_end;
-            if !f.contains(target) && !unreachable {
+            if !f.contains(target) && !unreachable && into_a_body(target) {
                 d.references.push(target);
             }
         } else if ins.is_ip_rel_memory_operand() {
@@ -336,7 +347,9 @@ fn find_references(
                 continue;
             }
             if !f.contains(target) {
-                d.references.push(target);
+                if into_a_body(target) {
+                    d.references.push(target);
+                }
             } else if target != f.address {
                 d.own_entries.push(target - f.address);
             }

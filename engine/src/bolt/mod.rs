@@ -260,6 +260,18 @@ fn analyse_touched(
 ) -> HashMap<u32, Body> {
     let translated =
         |i: usize| bat.is_some_and(|b| b.translation.fragment(functions.get(i).address).is_some());
+    // Functions holding a range's start: those that need a CFG.
+    let mut starts: Vec<u32> = profile
+        .traces
+        .par_iter()
+        .filter(|((_, _, to), _)| *to != BR_ONLY)
+        .filter_map(|((_, from, _), _)| functions.index_containing(*from))
+        .filter(|&i| !translated(i))
+        .map(|i| i as u32)
+        .collect();
+    starts.par_sort_unstable();
+    starts.dedup();
+    // Functions holding any branch's source or target, whose references count too.
     let mut touched: Vec<u32> = profile
         .traces
         .par_iter()
@@ -279,7 +291,7 @@ fn analyse_touched(
         .into_par_iter()
         .map(|i| (i, cfg::disassemble(functions, functions.get(i as usize))))
         .collect();
-    let (entries, ignored) = entry_points(functions, &phase_one);
+    let EntryPoints { entries, ignored } = entry_points(functions, &phase_one);
     for (i, d) in phase_one.iter_mut() {
         if let (Some(why), true) = (ignored.get(i), d.is_ok()) {
             *d = Err(Body::NoCfg(why.clone()));
@@ -292,6 +304,7 @@ fn analyse_touched(
         .collect();
     phase_one
         .into_par_iter()
+        .filter(|(i, _)| starts.binary_search(i).is_ok())
         .map(|(i, d)| {
             let body = match d {
                 Ok(d) => {
@@ -317,11 +330,10 @@ fn analyse_touched(
 /// unless it lands inside one of the (disassembled) target's instructions: BOLT then reports
 /// "corrupted control flow" and ignores both functions (and validates no further reference of
 /// the source).
-#[allow(clippy::type_complexity)]
 fn entry_points(
     functions: &Functions,
     disassembled: &[(u32, Result<cfg::Disassembled, Body>)],
-) -> (HashMap<u32, Vec<u64>>, HashMap<u32, String>) {
+) -> EntryPoints {
     let mut entries: HashMap<u32, Vec<u64>> = HashMap::new();
     let mut ignored: HashMap<u32, String> = HashMap::new();
     let containing = |addr: u64| {
@@ -337,9 +349,11 @@ fn entry_points(
     for (i, d) in disassembled {
         let f = functions.get(*i as usize);
         let Ok(d) = d else { continue };
-        let e = entries.entry(*i).or_default();
-        e.extend(&f.entries);
-        e.extend(&d.own_entries);
+        if !f.entries.is_empty() || !d.own_entries.is_empty() {
+            let e = entries.entry(*i).or_default();
+            e.extend(&f.entries);
+            e.extend(&d.own_entries);
+        }
         if d.unsupported {
             ignored.insert(*i, cfg::UNSUPPORTED.into());
             undisassembled.insert(*i);
@@ -386,7 +400,15 @@ fn entry_points(
         e.sort_unstable();
         e.dedup();
     }
-    (entries, ignored)
+    EntryPoints { entries, ignored }
+}
+
+/// What [`entry_points`] decides.
+struct EntryPoints {
+    /// Secondary entry points by function index: offsets, ascending.
+    entries: HashMap<u32, Vec<u64>>,
+    /// The functions BOLT ignores, with why.
+    ignored: HashMap<u32, String>,
 }
 
 /// The branch sources of the profile's traces that are returns: those the input marks as
