@@ -20,7 +20,7 @@ use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocat
 use object::{Object, ObjectSymbol};
 use rayon::prelude::*;
 
-pub use dwarf::{DebugInfo, Dwarf, DwarfSections, Frame, FrameRef};
+pub use dwarf::{DebugInfo, Dwarf, DwarfSections, Frame, FrameRef, NO_NODE};
 
 use crate::error::{Error, Result};
 use crate::io::input::InputBytes;
