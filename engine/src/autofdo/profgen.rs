@@ -37,6 +37,9 @@ pub(crate) struct Code {
     sections: Vec<Vec<u8>>,
     /// Each span from a symbol to the next (or its section's end), sorted by start.
     chunks: Vec<Chunk>,
+    /// The chunks' ends, searched apart from the chunks (a search over the chunks themselves
+    /// missed the cache at every step).
+    ends: Vec<u64>,
     /// Names of the ELF symbols in executable sections, by address.
     symbols: Vec<(u64, Arc<str>)>,
 }
@@ -116,6 +119,7 @@ impl Code {
         }
         code.symbols.sort();
         code.chunks.sort_unstable_by_key(|c| c.start);
+        code.ends = code.chunks.iter().map(|c| c.end).collect();
         code
     }
 
@@ -155,7 +159,7 @@ impl Code {
 
     /// The chunks meeting `[b, e]`.
     fn chunks_meeting(&self, b: u64, e: u64) -> impl Iterator<Item = &Chunk> {
-        let first = self.chunks.partition_point(|c| c.end <= b);
+        let first = self.ends.partition_point(|&end| end <= b);
         self.chunks[first..]
             .iter()
             .take_while(move |c| c.start <= e)
