@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         (binary, traces)
     });
     let (binary, traces) = (binary?, traces?);
-    let (profile, report) = autofdo::profile(&binary, &traces, style)
+    let (profile, report) = autofdo::profile(&binary, traces, style)
         .map_err(|e| format!("{}: {e}", args.binary.display()))?;
     eprintln!(
         "profmill: {} ranges ({} samples × bytes), {} branches, {} functions",

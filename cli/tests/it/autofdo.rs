@@ -400,7 +400,8 @@ fn clang_program_equals_llvm_profgen() {
     }
 }
 
-/// Clear errors: no debug information (in both styles), a capture of another binary.
+/// Clear errors: no debug information (in both styles), a capture of another binary, a
+/// binary of the capture's file name but another build (build-id mismatch).
 #[test]
 fn errors_are_clear() {
     if !have_tool(CLANG_19) {
@@ -446,4 +447,17 @@ fn errors_are_clear() {
     assert!(e.contains("other"), "{e}");
     let e = fail(&[&"-b", &other, &"-p", &capture, &"-o", &out]);
     assert!(e.contains("other"), "{e}");
+    // The same file name, another build: the build-ids differ.
+    let sub = dir.path().join("rebuilt");
+    std::fs::create_dir(&sub).unwrap();
+    let rebuilt = clang_program(&sub, "plain", &["-g", "-DOTHER=1"]);
+    for style in ["autofdo", "llvm-profgen"] {
+        let e = fail(&[
+            &"--style", &style, &"-b", &rebuilt, &"-p", &capture, &"-o", &out,
+        ]);
+        assert!(
+            e.contains("build-id") && e.contains("--ignore-build-id"),
+            "{style}: {e}"
+        );
+    }
 }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian, UnitOffset};
 use object::{Object, ObjectSection};
+use rayon::prelude::*;
 
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
 
@@ -23,6 +24,24 @@ pub struct Frame {
     /// The discriminator of that line (`DW_AT_GNU_discriminator` for callers).
     pub discriminator: u32,
 }
+
+/// A [`Frame`] borrowing its name from the [`DebugInfo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRef<'a> {
+    /// See [`Frame::name`].
+    pub name: &'a str,
+    /// See [`Frame::start_line`].
+    pub start_line: u32,
+    /// See [`Frame::line`].
+    pub line: u32,
+    /// See [`Frame::discriminator`].
+    pub discriminator: u32,
+    /// The DIE's index among [`DebugInfo::names`] ([`NO_NODE`] for a frame without one).
+    pub node: u32,
+}
+
+/// [`FrameRef::node`] of a frame outside every subprogram.
+pub const NO_NODE: u32 = u32::MAX;
 
 #[derive(Debug)]
 struct Node {
@@ -42,32 +61,28 @@ impl Node {
     }
 }
 
-/// A binary's line table and inline tree.
-#[derive(Debug, Default)]
-pub struct DebugInfo {
-    /// (address, line, discriminator) sorted by address; line [`NO_LINE`]: no line
-    /// information from that address on (the end of a sequence). Line-0 rows (code the
-    /// compiler attributes to no line) are kept: create_llvm_prof counts them at line 0.
-    rows: Vec<(u64, u32, u32)>,
-    nodes: Vec<Node>,
-    /// (begin, end, node) of every subprogram range, sorted.
-    roots: Vec<(u64, u64, usize)>,
+/// The DWARF sections of a binary, decompressed where compressed; [`Dwarf`] reads them.
+pub struct DwarfSections<'d> {
+    sections: gimli::DwarfSections<Cow<'d, [u8]>>,
+    endian: RunTimeEndian,
 }
 
-impl DebugInfo {
-    /// Decodes the DWARF of the ELF file `data` (compressed sections included). `Err` says
-    /// why it cannot be used: not ELF, no `.debug_info`/`.debug_line`, or malformed.
-    pub fn parse(data: &[u8]) -> Result<DebugInfo, String> {
-        let file = object::File::parse(data).map_err(|e| format!("not an ELF file: {e}"))?;
+impl<'d> DwarfSections<'d> {
+    /// The DWARF sections of the ELF file `file`. `Err` says why they cannot be used: no
+    /// `.debug_info`, or a section that does not decompress.
+    pub fn load(file: &object::File<'d>) -> Result<DwarfSections<'d>, String> {
         if file.section_by_name(".debug_info").is_none() {
             return Err("no debug information (.debug_info): build with -g".into());
+        }
+        if file.section_by_name(".debug_line").is_none() {
+            return Err("no line table (.debug_line): build with -g".into());
         }
         let endian = if file.is_little_endian() {
             RunTimeEndian::Little
         } else {
             RunTimeEndian::Big
         };
-        let load = |id: gimli::SectionId| -> Result<Cow<'_, [u8]>, String> {
+        let load = |id: gimli::SectionId| -> Result<Cow<'d, [u8]>, String> {
             match file.section_by_name(id.name()) {
                 Some(s) => s
                     .uncompressed_data()
@@ -75,67 +90,253 @@ impl DebugInfo {
                 None => Ok(Cow::Borrowed(&[][..])),
             }
         };
-        let owned = gimli::DwarfSections::load(load)?;
-        let dwarf = owned.borrow(|s| EndianSlice::new(s, endian));
-        let mut info = DebugInfo::default();
-        decode(&dwarf, &mut info).map_err(|e| format!("malformed DWARF: {e}"))?;
-        if info.rows.is_empty() {
+        Ok(DwarfSections {
+            sections: gimli::DwarfSections::load(load)?,
+            endian,
+        })
+    }
+}
+
+/// A binary's compilation units, each with the addresses it covers; [`DebugInfo::load`]
+/// decodes the line tables and inline trees of the units that cover given addresses.
+pub struct Dwarf<'a> {
+    dwarf: gimli::Dwarf<R<'a>>,
+    units: Vec<gimli::Unit<R<'a>>>,
+    /// (begin, end, unit) of every unit's address ranges, sorted.
+    unit_ranges: Vec<(u64, u64, usize)>,
+}
+
+impl<'a> Dwarf<'a> {
+    /// The unit headers and address ranges of `sections` (no DIE beyond each unit's root is
+    /// read).
+    pub fn new(sections: &'a DwarfSections<'_>) -> Result<Dwarf<'a>, String> {
+        let endian = sections.endian;
+        let dwarf = sections
+            .sections
+            .borrow(|s| EndianSlice::new(s.as_ref(), endian));
+        let malformed = |e: gimli::Error| format!("malformed DWARF: {e}");
+        let mut units = Vec::new();
+        let mut unit_ranges = Vec::new();
+        let mut headers = dwarf.units();
+        while let Some(header) = headers.next().map_err(malformed)? {
+            let unit = dwarf.unit(header).map_err(malformed)?;
+            let mut ranges = dwarf.unit_ranges(&unit).map_err(malformed)?;
+            while let Some(r) = ranges.next().map_err(malformed)? {
+                if r.begin < r.end && r.begin != 0 {
+                    unit_ranges.push((r.begin, r.end, units.len()));
+                }
+            }
+            units.push(unit);
+        }
+        if units.iter().all(|u| u.line_program.is_none()) {
             return Err("no line table (.debug_line): build with -g".into());
         }
-        Ok(info)
+        unit_ranges.sort_unstable();
+        Ok(Dwarf {
+            dwarf,
+            units,
+            unit_ranges,
+        })
+    }
+
+    /// The units whose address ranges meet any of `intervals` (`[begin, end]`, inclusive).
+    pub fn units_meeting(&self, intervals: impl IntoIterator<Item = (u64, u64)>) -> Vec<usize> {
+        let mut spans: Vec<(u64, u64)> = intervals.into_iter().collect();
+        spans.sort_unstable();
+        // The disjoint union, so that the first span ending at or after a unit range's begin
+        // is the only one to check.
+        let mut union: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
+        for (b, e) in spans {
+            match union.last_mut() {
+                Some(last) if b <= last.1.saturating_add(1) => last.1 = last.1.max(e),
+                _ => union.push((b, e)),
+            }
+        }
+        let mut found: Vec<usize> = self
+            .unit_ranges
+            .iter()
+            .filter(|&&(b, e, _)| {
+                let i = union.partition_point(|s| s.1 < b);
+                union.get(i).is_some_and(|s| s.0 < e)
+            })
+            .map(|r| r.2)
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
+}
+
+/// A binary's line table and inline tree, for the units loaded so far.
+#[derive(Debug, Default)]
+pub struct DebugInfo {
+    /// (address, line, discriminator) sorted by address; line [`NO_LINE`]: no line
+    /// information from that address on (the end of a sequence). Line-0 rows (code the
+    /// compiler attributes to no line) are kept: create_llvm_prof counts them at line 0.
+    rows: Vec<(u64, u32, u32)>,
+    /// Every loaded row as (address, unit, index in the unit, line, discriminator): which of
+    /// several rows at one address wins depends on the units' order.
+    raw_rows: Vec<(u64, u32, u32, u32, u32)>,
+    nodes: Vec<Node>,
+    /// (begin, end, node) of every subprogram range, sorted.
+    roots: Vec<(u64, u64, usize)>,
+    loaded: std::collections::BTreeSet<usize>,
+}
+
+/// One unit's share of [`DebugInfo`], node indices local to it.
+#[derive(Default)]
+struct UnitInfo {
+    rows: Vec<(u64, u32, u32)>,
+    nodes: Vec<Node>,
+    roots: Vec<(u64, u64, usize)>,
+}
+
+impl DebugInfo {
+    /// Decodes the units `units` of `dwarf` not loaded yet (in parallel) and adds them.
+    pub fn load(&mut self, dwarf: &Dwarf<'_>, units: &[usize]) -> Result<(), String> {
+        assert!(
+            self.rows.is_empty() || !self.raw_rows.is_empty(),
+            "DebugInfo::load after seal"
+        );
+        let new: Vec<usize> = units
+            .iter()
+            .copied()
+            .filter(|u| !self.loaded.contains(u))
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        let parts: Vec<(usize, UnitInfo)> = new
+            .par_iter()
+            .map(|&u| decode_unit(dwarf, u).map(|info| (u, info)))
+            .collect::<gimli::Result<_>>()
+            .map_err(|e| format!("malformed DWARF: {e}"))?;
+        for (u, part) in parts {
+            let base = self.nodes.len();
+            self.nodes.extend(part.nodes.into_iter().map(|mut n| {
+                n.parent = n.parent.map(|p| p + base);
+                for c in &mut n.children {
+                    *c += base;
+                }
+                n
+            }));
+            self.roots
+                .extend(part.roots.into_iter().map(|(b, e, n)| (b, e, n + base)));
+            self.raw_rows.extend(
+                part.rows
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (a, l, d))| (a, u as u32, i as u32, l, d)),
+            );
+            self.loaded.insert(u);
+        }
+        self.roots.par_sort_unstable();
+        self.raw_rows.par_sort_unstable_by_key(|r| (r.0, r.1, r.2));
+        // Rows at one address: one wins (LAST_ROW_WINS), except that a sequence's end does
+        // not hide a row with a line.
+        self.rows.clear();
+        for &(a, _, _, line, disc) in &self.raw_rows {
+            match self.rows.last_mut() {
+                Some(last) if last.0 == a => {
+                    if last.1 == NO_LINE || (line != NO_LINE && LAST_ROW_WINS) {
+                        *last = (a, line, disc);
+                    }
+                }
+                _ => self.rows.push((a, line, disc)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Frees what only further [`DebugInfo::load`]s need; none may follow.
+    pub fn seal(&mut self) {
+        self.raw_rows = Vec::new();
+    }
+
+    /// Loads the units meeting `intervals` (inclusive).
+    pub fn load_meeting(
+        &mut self,
+        dwarf: &Dwarf<'_>,
+        intervals: impl IntoIterator<Item = (u64, u64)>,
+    ) -> Result<(), String> {
+        let units = dwarf.units_meeting(intervals);
+        self.load(dwarf, &units)
     }
 
     /// The inline stack at `address`, innermost frame first; empty when the line table has
     /// no line there (autofdo's `GetInlineStack`).
     pub fn inline_stack(&self, address: u64) -> Vec<Frame> {
         let mut stack = Vec::new();
+        self.frames_at(address, &mut stack);
+        stack
+            .iter()
+            .map(|f| Frame {
+                name: f.name.into(),
+                start_line: f.start_line,
+                line: f.line,
+                discriminator: f.discriminator,
+            })
+            .collect()
+    }
+
+    /// [`DebugInfo::inline_stack`] into `stack` (cleared first), names borrowed.
+    pub fn frames_at<'a>(&'a self, address: u64, stack: &mut Vec<FrameRef<'a>>) {
+        stack.clear();
         let i = self.rows.partition_point(|r| r.0 <= address);
         if i == 0 {
-            return stack;
+            return;
         }
         let (_, line, disc) = self.rows[i - 1];
         if line == NO_LINE {
-            return stack;
+            return;
         }
-        let leaf = self.innermost(address);
-        let Some(leaf) = leaf else {
-            stack.push(Frame {
-                name: "".into(),
+        let Some(leaf) = self.innermost(address) else {
+            stack.push(FrameRef {
+                name: "",
                 start_line: 0,
                 line,
                 discriminator: disc,
+                node: NO_NODE,
             });
-            return stack;
+            return;
         };
         let n = &self.nodes[leaf];
-        stack.push(Frame {
-            name: n.name.clone(),
+        stack.push(FrameRef {
+            name: &n.name,
             start_line: n.decl_line,
             line,
             discriminator: disc,
+            node: leaf as u32,
         });
         let mut s = leaf;
         while self.nodes[s].inlined {
             let Some(p) = self.nodes[s].parent else { break };
             let parent = &self.nodes[p];
-            stack.push(Frame {
-                name: parent.name.clone(),
+            stack.push(FrameRef {
+                name: &parent.name,
                 start_line: parent.decl_line,
                 line: self.nodes[s].call_line,
                 discriminator: self.nodes[s].call_disc,
+                node: p as u32,
             });
             s = p;
         }
-        stack
     }
 
-    /// Every subprogram with code (not inlined instances): its name and address ranges, the
-    /// first as DWARF lists them first (the entry).
-    pub fn subprograms(&self) -> impl Iterator<Item = (&std::sync::Arc<str>, &[(u64, u64)])> {
+    /// Every loaded subprogram with code (not inlined instances): its node, name and address
+    /// ranges, the first as DWARF lists them first (the entry).
+    pub fn subprograms(&self) -> impl Iterator<Item = (u32, &str, &[(u64, u64)])> {
         self.nodes
             .iter()
-            .filter(|n| !n.inlined)
-            .map(|n| (&n.name, n.ranges.as_slice()))
+            .enumerate()
+            .filter(|(_, n)| !n.inlined)
+            .map(|(i, n)| (i as u32, &*n.name, n.ranges.as_slice()))
+    }
+
+    /// The names of the loaded nodes (subprograms and inlined subroutines), by
+    /// [`FrameRef::node`].
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.nodes.iter().map(|n| &*n.name)
     }
 
     fn innermost(&self, address: u64) -> Option<usize> {
@@ -165,53 +366,33 @@ const NO_LINE: u32 = u32::MAX;
 /// Which row describes an address that several rows of the line table start at.
 const LAST_ROW_WINS: bool = true;
 
-fn decode(dwarf: &gimli::Dwarf<R<'_>>, info: &mut DebugInfo) -> gimli::Result<()> {
-    let mut units = Vec::new();
-    let mut headers = dwarf.units();
-    while let Some(header) = headers.next()? {
-        units.push(dwarf.unit(header)?);
+/// The line table rows and inline tree of unit `ui`.
+fn decode_unit(dw: &Dwarf<'_>, ui: usize) -> gimli::Result<UnitInfo> {
+    let (dwarf, units) = (&dw.dwarf, &dw.units[..]);
+    let unit = &units[ui];
+    let mut info = UnitInfo::default();
+    if let Some(program) = unit.line_program.clone() {
+        let mut rows = program.rows();
+        let mut sequence = Vec::new();
+        while let Some((_, row)) = rows.next_row()? {
+            if row.end_sequence() {
+                sequence.push((row.address(), NO_LINE, 0));
+                // Sequences at address 0 are discarded functions (--gc-sections).
+                if sequence.first().is_some_and(|r| r.0 != 0) {
+                    info.rows.extend_from_slice(&sequence);
+                }
+                sequence.clear();
+                continue;
+            }
+            let line = row.line().map_or(0, |l| l.get()) as u32;
+            sequence.push((row.address(), line, row.discriminator() as u32));
+        }
     }
     let mut names = Names::default();
-    let mut rows_all: Vec<(u64, u32, u32)> = Vec::new();
-    for (ui, unit) in units.iter().enumerate() {
-        if let Some(program) = unit.line_program.clone() {
-            let mut rows = program.rows();
-            let mut sequence = Vec::new();
-            while let Some((_, row)) = rows.next_row()? {
-                if row.end_sequence() {
-                    sequence.push((row.address(), NO_LINE, 0));
-                    // Sequences at address 0 are discarded functions (--gc-sections).
-                    if sequence.first().is_some_and(|r| r.0 != 0) {
-                        rows_all.extend_from_slice(&sequence);
-                    }
-                    sequence.clear();
-                    continue;
-                }
-                let line = row.line().map_or(0, |l| l.get()) as u32;
-                sequence.push((row.address(), line, row.discriminator() as u32));
-            }
-        }
-        let mut tree = unit.entries_tree(None)?;
-        let root = tree.root()?;
-        walk(dwarf, &units, ui, root, None, info, &mut names)?;
-    }
-    // Rows at one address: one wins (LAST_ROW_WINS), except that a sequence's end does not
-    // hide a row with a line.
-    rows_all.sort_by_key(|r| r.0);
-    let mut rows: Vec<(u64, u32, u32)> = Vec::with_capacity(rows_all.len());
-    for r in rows_all {
-        match rows.last_mut() {
-            Some(last) if last.0 == r.0 => {
-                if last.1 == NO_LINE || (r.1 != NO_LINE && LAST_ROW_WINS) {
-                    *last = r;
-                }
-            }
-            _ => rows.push(r),
-        }
-    }
-    info.rows = rows;
-    info.roots.sort_unstable();
-    Ok(())
+    let mut tree = unit.entries_tree(None)?;
+    let root = tree.root()?;
+    walk(dwarf, units, ui, root, None, &mut info, &mut names)?;
+    Ok(info)
 }
 
 /// Names and declaration lines of DIEs, by (unit, offset), resolved once.
@@ -301,7 +482,7 @@ fn walk(
     ui: usize,
     node: gimli::EntriesTreeNode<'_, '_, '_, R<'_>>,
     parent: Option<usize>,
-    info: &mut DebugInfo,
+    info: &mut UnitInfo,
     names: &mut Names,
 ) -> gimli::Result<()> {
     let unit = &units[ui];

@@ -18,10 +18,12 @@ use std::sync::Arc;
 use formats::bolt::preagg::BR_ONLY;
 use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
 use object::{Object, ObjectSymbol};
+use rayon::prelude::*;
 
-pub use dwarf::{DebugInfo, Frame};
+pub use dwarf::{DebugInfo, Dwarf, DwarfSections, Frame, FrameRef, NO_NODE};
 
 use crate::error::{Error, Result};
+use crate::io::input::InputBytes;
 use crate::perf::aggregate::BinaryProfile;
 
 /// Whose conversion rules to follow.
@@ -42,31 +44,29 @@ const MIN_SAMPLES: i64 = 10;
 /// autofdo drops fall-through ranges longer than this ("Bogus LBR data").
 const MAX_RANGE: u64 = 1 << 20;
 
-/// A binary loaded for symbolization: its function symbols and DWARF.
+/// A binary loaded for symbolization: its function symbols and code; its DWARF is decoded
+/// when a profile is made, only for the units the profile touches.
 pub struct Binary {
+    path: std::path::PathBuf,
+    data: InputBytes,
     /// start address → (name, size); the first symbol at an address names it.
     symbols: BTreeMap<u64, (Arc<str>, u64)>,
     /// first name at an address → the other names there.
     aliases: BTreeMap<Arc<str>, Vec<Arc<str>>>,
-    debug: DebugInfo,
     /// The instructions, as llvm-profgen disassembles them.
     code: profgen::Code,
 }
 
 impl Binary {
-    /// Reads the function symbols and DWARF of the ELF file at `path`.
+    /// Maps the ELF file at `path` and reads its function symbols; fails when it has no
+    /// function symbols or no DWARF line table.
     pub fn load(path: &Path) -> Result<Binary> {
-        let data = std::fs::read(path).map_err(crate::error::io_error(path))?;
-        Self::parse(path, &data)
-    }
-
-    /// [`Binary::load`] of a file already in memory.
-    pub fn parse(path: &Path, data: &[u8]) -> Result<Binary> {
+        let data = InputBytes::open(path).map_err(crate::error::io_error(path))?;
         let bad = |message: String| Error::Binary {
             path: path.to_path_buf(),
             message,
         };
-        let file = object::File::parse(data).map_err(|e| bad(format!("not an ELF file: {e}")))?;
+        let file = object::File::parse(&*data).map_err(|e| bad(format!("not an ELF file: {e}")))?;
         let mut symbols: BTreeMap<u64, (Arc<str>, u64)> = BTreeMap::new();
         let mut aliases: BTreeMap<Arc<str>, Vec<Arc<str>>> = BTreeMap::new();
         let table: Vec<_> = if file.symbol_table().is_some() {
@@ -95,14 +95,32 @@ impl Binary {
         if symbols.is_empty() {
             return Err(bad("no function symbols (is it stripped?)".into()));
         }
-        let debug = DebugInfo::parse(data).map_err(bad)?;
-        let code = profgen::Code::decode(&file);
+        // The DWARF's presence and unit headers are checked now, before the capture is read
+        // to the end; the units themselves are decoded when a profile needs them.
+        let sections = DwarfSections::load(&file).map_err(bad)?;
+        Dwarf::new(&sections).map_err(bad)?;
+        let code = profgen::Code::new(&file);
+        drop((sections, file));
         Ok(Binary {
+            path: path.to_path_buf(),
+            data,
             symbols,
             aliases,
-            debug,
             code,
         })
+    }
+
+    /// The ELF file.
+    fn object(&self) -> Result<object::File<'_>> {
+        object::File::parse(&*self.data).map_err(|e| self.error(format!("not an ELF file: {e}")))
+    }
+
+    /// An error about this binary.
+    fn error(&self, message: String) -> Error {
+        Error::Binary {
+            path: self.path.clone(),
+            message,
+        }
     }
 
     /// The function containing `a`: (start, name, end).
@@ -111,9 +129,15 @@ impl Binary {
         (a < start + size).then_some((start, name, start + size))
     }
 
-    /// The binary's DWARF.
-    pub fn debug_info(&self) -> &DebugInfo {
-        &self.debug
+    /// The addresses of the code symbols named as any of `names`.
+    fn symbols_named<'n>(&self, names: impl Iterator<Item = &'n str>) -> Vec<u64> {
+        let wanted: std::collections::HashSet<&str> = names.collect();
+        self.code
+            .symbols()
+            .iter()
+            .filter(|(_, n)| wanted.contains(&**n))
+            .map(|&(a, _)| a)
+            .collect()
     }
 }
 
@@ -260,9 +284,66 @@ struct FunctionMaps {
     branches: BTreeMap<(u64, u64), u64>,
 }
 
+/// Head samples given to functions by name.
+type Heads = Vec<(Arc<str>, u64)>;
+
+/// The symbol of one processed function (`m`) and the head samples its branches give to the
+/// functions they call; `emitted` are the processed functions.
+fn function_symbol(
+    binary: &Binary,
+    debug: &DebugInfo,
+    m: &FunctionMaps,
+    emitted: &BTreeMap<Arc<str>, Symbol>,
+) -> (Symbol, Heads) {
+    let mut sym = Symbol::default();
+    let mut heads = Vec::new();
+    // The instruction map: every byte's inline stack, each seen with count 0.
+    let stacks: Vec<Vec<Frame>> = (m.start..m.end).map(|a| debug.inline_stack(a)).collect();
+    for s in &stacks {
+        sym.add_source_count(s, 0);
+    }
+    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+    for (&(b, e), &n) in &m.ranges {
+        for a in b.max(m.start)..=e.min(m.end - 1) {
+            *counts.entry(a).or_default() += n;
+        }
+    }
+    for (&a, &n) in &counts {
+        let s = &stacks[(a - m.start) as usize];
+        if !s.is_empty() {
+            sym.add_source_count(s, n * duplication_factor(s[0].discriminator));
+        }
+    }
+    for (&(from, to), &n) in &m.branches {
+        if from < m.start || from >= m.end {
+            continue;
+        }
+        let Some((callee, _)) = binary.symbols.get(&to) else {
+            continue;
+        };
+        if !emitted.contains_key(callee) {
+            continue;
+        }
+        heads.push((callee.clone(), n));
+        let s = &stacks[(from - m.start) as usize];
+        if s.is_empty() {
+            continue;
+        }
+        let inner = sym.traverse(s, 0);
+        inner
+            .pos
+            .entry(offset(&s[0]))
+            .or_default()
+            .targets
+            .insert(original_name(callee).to_string(), n);
+    }
+    (sym, heads)
+}
+
 /// The sample profile of `binary` from its LBR traces, in `style`. Fails when the style is
-/// not implemented or the traces hold no range in the binary.
-pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<(Profile, Report)> {
+/// not implemented or the traces hold no range in the binary. The traces are dropped as soon
+/// as their ranges and branches are summed.
+pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(Profile, Report)> {
     if style == Style::LlvmProfgen {
         return profgen::profile(binary, traces);
     }
@@ -329,51 +410,27 @@ pub fn profile(binary: &Binary, traces: &BinaryProfile, style: Style) -> Result<
         }
     }
     let emitted: Vec<Arc<str>> = symbols.keys().cloned().collect();
+    // The DWARF of the processed functions' units, nothing else.
+    let file = binary.object()?;
+    let sections = DwarfSections::load(&file).map_err(|m| binary.error(m))?;
+    let dwarf = Dwarf::new(&sections).map_err(|m| binary.error(m))?;
+    let mut debug = DebugInfo::default();
+    debug
+        .load_meeting(
+            &dwarf,
+            emitted
+                .iter()
+                .map(|name| (maps[name].start, maps[name].end - 1)),
+        )
+        .map_err(|m| binary.error(m))?;
+    let processed: Vec<(Symbol, Heads)> = emitted
+        .par_iter()
+        .map(|name| function_symbol(binary, &debug, &maps[name], &symbols))
+        .collect();
     let mut heads: BTreeMap<Arc<str>, u64> = BTreeMap::new();
-    for name in &emitted {
-        let m = &maps[name];
-        let mut sym = std::mem::take(symbols.get_mut(name).expect("emitted"));
-        // The instruction map: every byte's inline stack, each seen with count 0.
-        let stacks: Vec<Vec<Frame>> = (m.start..m.end)
-            .map(|a| binary.debug.inline_stack(a))
-            .collect();
-        for s in &stacks {
-            sym.add_source_count(s, 0);
-        }
-        let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-        for (&(b, e), &n) in &m.ranges {
-            for a in b.max(m.start)..=e.min(m.end - 1) {
-                *counts.entry(a).or_default() += n;
-            }
-        }
-        for (&a, &n) in &counts {
-            let s = &stacks[(a - m.start) as usize];
-            if !s.is_empty() {
-                sym.add_source_count(s, n * duplication_factor(s[0].discriminator));
-            }
-        }
-        for (&(from, to), &n) in &m.branches {
-            if from < m.start || from >= m.end {
-                continue;
-            }
-            let Some((callee, _)) = binary.symbols.get(&to) else {
-                continue;
-            };
-            if !symbols.contains_key(callee) {
-                continue;
-            }
-            *heads.entry(callee.clone()).or_default() += n;
-            let s = &stacks[(from - m.start) as usize];
-            if s.is_empty() {
-                continue;
-            }
-            let inner = sym.traverse(s, 0);
-            inner
-                .pos
-                .entry(offset(&s[0]))
-                .or_default()
-                .targets
-                .insert(original_name(callee).to_string(), n);
+    for (name, (sym, callees)) in emitted.iter().zip(processed) {
+        for (callee, n) in callees {
+            *heads.entry(callee).or_default() += n;
         }
         symbols.insert(name.clone(), sym);
     }

@@ -16,59 +16,90 @@
 //!   inlinees) is raised to its call targets' sum.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
 use object::{Object, ObjectSection, ObjectSymbol};
+use rayon::prelude::*;
 
-use super::{base_discriminator, duplication_factor, Binary, Frame, Report};
+use super::dwarf::{DebugInfo, Dwarf, DwarfSections, FrameRef, NO_NODE};
+use super::{base_discriminator, duplication_factor, Binary, Report};
 use crate::error::{Error, Result};
 use crate::perf::aggregate::BinaryProfile;
 
-/// The instructions llvm-profgen disassembles.
+/// The instructions llvm-profgen disassembles, decoded on first use one symbol's span at a
+/// time (a profile touches a small part of a large binary's code).
 #[derive(Debug, Default)]
 pub(crate) struct Code {
-    /// (address, size), sorted by address.
-    insts: Vec<(u64, u8)>,
-    /// Addresses of direct unconditional jumps, sorted.
-    jumps: Vec<u64>,
+    bitness: u32,
+    /// The executable sections' bytes.
+    sections: Vec<Vec<u8>>,
+    /// Each span from a symbol to the next (or its section's end), sorted by start.
+    chunks: Vec<Chunk>,
+    /// The chunks' ends, searched apart from the chunks (a search over the chunks themselves
+    /// missed the cache at every step).
+    ends: Vec<u64>,
     /// Names of the ELF symbols in executable sections, by address.
     symbols: Vec<(u64, Arc<str>)>,
 }
 
+#[derive(Debug)]
+struct Chunk {
+    start: u64,
+    end: u64,
+    section: usize,
+    /// Where the section starts.
+    base: u64,
+    decoded: OnceLock<Decoded>,
+}
+
+#[derive(Debug, Default)]
+struct Decoded {
+    /// Each instruction as its address << 4 | its size (at most 15), sorted: eight bytes
+    /// where (address, size) took sixteen.
+    insts: Vec<u64>,
+    /// Addresses of direct unconditional jumps, sorted.
+    jumps: Vec<u64>,
+}
+
 impl Code {
-    /// Decodes the executable sections of `file` from each symbol to the next (x86 only; other
-    /// machines have no code).
-    pub(crate) fn decode(file: &object::File<'_>) -> Code {
+    /// The executable sections of `file`, split at their symbols (x86 only; other machines
+    /// have no code). Nothing is disassembled yet.
+    pub(crate) fn new(file: &object::File<'_>) -> Code {
         let mut code = Code::default();
-        let bitness = match file.architecture() {
+        code.bitness = match file.architecture() {
             object::Architecture::X86_64 => 64,
             object::Architecture::I386 => 32,
             _ => return code,
         };
-        for section in file.sections() {
+        let executable = |section: &object::Section<'_, '_>| {
             let object::SectionFlags::Elf { sh_flags } = section.flags() else {
+                return false;
+            };
+            sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
+                && section.kind() != object::SectionKind::UninitializedData
+        };
+        let code_sections: Vec<_> = file.sections().filter(executable).collect();
+        let mut starts_of: HashMap<object::SectionIndex, Vec<u64>> = HashMap::new();
+        for s in file.symbols() {
+            let Some(index) = s.section_index() else {
                 continue;
             };
-            if sh_flags & u64::from(object::elf::SHF_EXECINSTR) == 0
-                || section.kind() == object::SectionKind::UninitializedData
-            {
+            if !code_sections.iter().any(|c| c.index() == index) {
                 continue;
             }
+            starts_of.entry(index).or_default().push(s.address());
+            if let Ok(name) = s.name() {
+                code.symbols.push((s.address(), name.into()));
+            }
+        }
+        for section in code_sections {
             let Ok(data) = section.uncompressed_data() else {
                 continue;
             };
             let (base, size) = (section.address(), section.size());
-            let mut starts: Vec<u64> = Vec::new();
-            for s in file.symbols() {
-                if s.section_index() == Some(section.index()) {
-                    starts.push(s.address());
-                    if let Ok(name) = s.name() {
-                        code.symbols.push((s.address(), name.into()));
-                    }
-                }
-            }
+            let mut starts = starts_of.remove(&section.index()).unwrap_or_default();
             starts.sort_unstable();
             starts.dedup();
             for (i, &start) in starts.iter().enumerate() {
@@ -76,43 +107,86 @@ impl Code {
                 if start < base || end > base + size || start >= end {
                     continue;
                 }
-                let bytes = &data[(start - base) as usize..(end - base) as usize];
-                let mut decoder = iced_x86::Decoder::with_ip(
-                    bitness,
-                    bytes,
+                code.chunks.push(Chunk {
                     start,
-                    iced_x86::DecoderOptions::NONE,
-                );
-                let mut inst = iced_x86::Instruction::default();
-                while decoder.can_decode() {
-                    decoder.decode_out(&mut inst);
-                    if inst.is_invalid() {
-                        continue;
-                    }
-                    code.insts.push((inst.ip(), inst.len() as u8));
-                    if inst.flow_control() == iced_x86::FlowControl::UnconditionalBranch
-                        && inst.is_jmp_short_or_near()
-                    {
-                        code.jumps.push(inst.ip());
-                    }
-                }
+                    end,
+                    section: code.sections.len(),
+                    base,
+                    decoded: OnceLock::new(),
+                });
             }
+            code.sections.push(data.into_owned());
         }
-        code.insts.sort_unstable();
-        code.insts.dedup_by_key(|i| i.0);
-        code.jumps.sort_unstable();
         code.symbols.sort();
+        code.chunks.sort_unstable_by_key(|c| c.start);
+        code.ends = code.chunks.iter().map(|c| c.end).collect();
         code
     }
 
-    fn is_code(&self, a: u64) -> bool {
-        self.insts.binary_search_by_key(&a, |i| i.0).is_ok()
+    fn decoded<'c>(&self, chunk: &'c Chunk) -> &'c Decoded {
+        chunk.decoded.get_or_init(|| {
+            let data = &self.sections[chunk.section];
+            let bytes =
+                &data[(chunk.start - chunk.base) as usize..(chunk.end - chunk.base) as usize];
+            let mut decoder = iced_x86::Decoder::with_ip(
+                self.bitness,
+                bytes,
+                chunk.start,
+                iced_x86::DecoderOptions::NONE,
+            );
+            let mut out = Decoded::default();
+            let mut inst = iced_x86::Instruction::default();
+            while decoder.can_decode() {
+                decoder.decode_out(&mut inst);
+                if inst.is_invalid() {
+                    continue;
+                }
+                out.insts.push(inst.ip() << 4 | inst.len() as u64);
+                if inst.flow_control() == iced_x86::FlowControl::UnconditionalBranch
+                    && inst.is_jmp_short_or_near()
+                {
+                    out.jumps.push(inst.ip());
+                }
+            }
+            out
+        })
+    }
+
+    /// The ELF symbols of the executable sections: (address, name), sorted.
+    pub(crate) fn symbols(&self) -> &[(u64, Arc<str>)] {
+        &self.symbols
+    }
+
+    /// The chunks meeting `[b, e]`.
+    fn chunks_meeting(&self, b: u64, e: u64) -> impl Iterator<Item = &Chunk> {
+        let first = self.ends.partition_point(|&end| end <= b);
+        self.chunks[first..]
+            .iter()
+            .take_while(move |c| c.start <= e)
     }
 
     /// llvm-profgen's `rangeCrossUncondBranch`: a direct unconditional jump in `[b, e)`.
     fn crosses_jump(&self, b: u64, e: u64) -> bool {
-        let i = self.jumps.partition_point(|&j| j < b);
-        self.jumps.get(i).is_some_and(|&j| j < e)
+        if e <= b {
+            return false;
+        }
+        self.chunks_meeting(b, e - 1).any(|c| {
+            let jumps = &self.decoded(c).jumps;
+            let i = jumps.partition_point(|&j| j < b);
+            jumps.get(i).is_some_and(|&j| j < e)
+        })
+    }
+
+    /// The instructions starting in `[b, e]`, in address order.
+    fn insts_in(&self, b: u64, e: u64) -> impl Iterator<Item = (u64, u8)> + '_ {
+        self.chunks_meeting(b, e).flat_map(move |c| {
+            let insts = &self.decoded(c).insts;
+            let i = insts.partition_point(|&x| x >> 4 < b);
+            insts[i..]
+                .iter()
+                .map(|&x| (x >> 4, (x & 15) as u8))
+                .take_while(move |x| x.0 <= e)
+        })
     }
 }
 
@@ -134,29 +208,30 @@ fn canonical(name: &str) -> &str {
 struct Functions<'a> {
     /// name → ranges.
     ranges: HashMap<&'a str, Vec<(u64, u64)>>,
-    /// start → (end, name, is the function's entry); the first subprogram at a start wins.
-    by_start: BTreeMap<u64, (u64, &'a str, bool)>,
+    /// start → (end, name, is the function's entry, node); the first subprogram at a start
+    /// wins.
+    by_start: BTreeMap<u64, (u64, &'a str, bool, u32)>,
 }
 
 impl<'a> Functions<'a> {
-    fn new(binary: &'a Binary) -> Functions<'a> {
+    fn new(debug: &'a DebugInfo, code: &Code) -> Functions<'a> {
         let mut f = Functions {
             ranges: HashMap::new(),
             by_start: BTreeMap::new(),
         };
-        for (name, ranges) in binary.debug.subprograms() {
+        for (node, name, ranges) in debug.subprograms() {
             if name.is_empty() {
                 continue;
             }
             for &(b, e) in ranges {
                 f.ranges.entry(name).or_default().push((b, e));
-                f.by_start.entry(b).or_insert((e, name, false));
+                f.by_start.entry(b).or_insert((e, name, false, node));
             }
         }
         // `setIsFuncEntry`: a range holding an ELF symbol is an entry when its function has
         // one range or the symbol bears the function's name.
-        for (a, sym) in &binary.code.symbols {
-            let Some((&start, &(end, name, _))) = f.by_start.range(..=*a).next_back() else {
+        for (a, sym) in &code.symbols {
+            let Some((&start, &(end, name, _, _))) = f.by_start.range(..=*a).next_back() else {
                 continue;
             };
             if *a >= end {
@@ -172,56 +247,124 @@ impl<'a> Functions<'a> {
     /// The ranges of the function containing `a`.
     fn ranges_at(&self, a: u64) -> &[(u64, u64)] {
         match self.by_start.range(..=a).next_back() {
-            Some((_, &(end, name, _))) if a < end => &self.ranges[name],
+            Some((_, &(end, name, _, _))) if a < end => &self.ranges[name],
             _ => &[],
         }
     }
 
-    /// `getCalleeNameForAddress`: the function whose entry range starts at `a`.
-    fn callee_at(&self, a: u64) -> Option<&'a str> {
+    /// `getCalleeNameForAddress`: the node of the function whose entry range starts at `a`.
+    fn callee_at(&self, a: u64) -> Option<u32> {
         match self.by_start.get(&a) {
-            Some(&(_, name, true)) => Some(canonical(name)),
+            Some(&(_, _, true, node)) => Some(node),
             _ => None,
         }
     }
 }
 
+/// The canonical names of a [`DebugInfo`]'s nodes, each interned once: profiles are keyed
+/// by small ids, and every callee record shares one copy of its name.
+struct Names {
+    /// node → id.
+    of_node: Vec<u32>,
+    /// id → name.
+    ids: Vec<FunctionId>,
+}
+
+impl Names {
+    fn new(debug: &DebugInfo) -> Names {
+        let canon: Vec<&str> = debug
+            .names()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(canonical)
+            .collect();
+        let mut by_name: HashMap<&str, u32> = HashMap::with_capacity(canon.len());
+        let mut ids = Vec::new();
+        let of_node = canon
+            .iter()
+            .map(|&name| {
+                *by_name.entry(name).or_insert_with(|| {
+                    ids.push(FunctionId::name(name.as_bytes()));
+                    (ids.len() - 1) as u32
+                })
+            })
+            .collect();
+        Names { of_node, ids }
+    }
+}
+
 /// llvm-profgen's `symbolize`: outermost frame first, cut at the first frame without a name;
-/// each with its line offset `(line − decl_line) & 0xffff` and raw discriminator.
-fn frames(stack: &[Frame]) -> Vec<(&str, LineLocation)> {
-    let mut out = Vec::with_capacity(stack.len());
+/// each with its name's id, line offset `(line − decl_line) & 0xffff` and raw discriminator.
+fn frames(stack: &[FrameRef<'_>], names: &Names, out: &mut Vec<(u32, LineLocation)>) {
+    out.clear();
     for f in stack.iter().rev() {
-        if f.name.is_empty() {
+        if f.name.is_empty() || f.node == NO_NODE {
             break;
         }
         out.push((
-            canonical(&f.name),
+            names.of_node[f.node as usize],
             LineLocation {
                 line: f.line.wrapping_sub(f.start_line) & 0xffff,
                 disc: f.discriminator,
             },
         ));
     }
-    out
 }
+
+/// Profiles by top-level name id, as the parallel folds build them.
+type Profiles = HashMap<u32, FunctionSamples>;
 
 /// `getLeafProfileAndAddTotalSamples`.
 fn leaf<'p>(
-    profiles: &'p mut BTreeMap<String, FunctionSamples>,
-    frames: &[(&str, LineLocation)],
+    profiles: &'p mut Profiles,
+    names: &Names,
+    frames: &[(u32, LineLocation)],
     count: u64,
 ) -> &'p mut FunctionSamples {
-    let mut f = profiles.entry(frames[0].0.to_string()).or_default();
+    let mut f = profiles.entry(frames[0].0).or_default();
     f.total += count;
     for i in 1..frames.len() {
         let at = LineLocation {
             line: frames[i - 1].1.line,
             disc: base_discriminator(frames[i - 1].1.disc),
         };
-        f = f.callee_mut(at, FunctionId::name(frames[i].0.as_bytes()));
+        f = f.callee_mut(at, names.ids[frames[i].0 as usize].clone());
         f.total += count;
     }
     f
+}
+
+/// Two partial profiles of the same function as one: totals, heads and call targets add up,
+/// a line's count is the larger (each instruction is counted in one part only, and a line's
+/// count is the maximum over its instructions).
+fn merge_max(into: &mut FunctionSamples, from: FunctionSamples) {
+    into.total += from.total;
+    into.head += from.head;
+    for (loc, r) in from.body {
+        let mine = into.body.entry(loc).or_default();
+        mine.count = mine.count.max(r.count);
+        for (t, n) in r.targets {
+            *mine.targets.entry(t).or_default() += n;
+        }
+    }
+    for (loc, callees) in from.callsites {
+        let mine = into.callsites.entry(loc).or_default();
+        for (name, f) in callees {
+            merge_max(mine.entry(name).or_default(), f);
+        }
+    }
+}
+
+fn merge_profiles(mut a: Profiles, b: Profiles) -> Profiles {
+    let (mut a, b) = if a.len() >= b.len() {
+        (a, b)
+    } else {
+        (b, std::mem::take(&mut a))
+    };
+    for (name, f) in b {
+        merge_max(a.entry(name).or_default(), f);
+    }
+    a
 }
 
 /// `findDisjointRanges`.
@@ -297,26 +440,124 @@ fn ambiguous(name: &str) -> bool {
     .any(|p| name.starts_with(p))
 }
 
-/// The llvm-profgen profile of `binary` from its LBR traces (read with
-/// [`KernelEntries::OutsideSkipped`](crate::perf::KernelEntries::OutsideSkipped)).
-pub(crate) fn profile(binary: &Binary, traces: &BinaryProfile) -> Result<(Profile, Report)> {
-    let code = &binary.code;
-    let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for &((source, target, next), c) in &traces.traces {
-        let n = c.taken;
-        if n == 0 || !code.is_code(target) {
-            continue;
+/// Which addresses start an instruction, for the chunks decoded so far: a bit per byte of
+/// the code's span (a binary search per address missed the cache on every step).
+struct InstStarts {
+    base: u64,
+    bits: Vec<u64>,
+}
+
+impl InstStarts {
+    /// Decodes (in parallel) the chunks holding any of `addresses` and marks their
+    /// instructions.
+    fn new(code: &Code, mut addresses: Vec<u64>) -> InstStarts {
+        addresses.par_sort_unstable();
+        addresses.dedup();
+        let mut touched: Vec<usize> = Vec::new();
+        let mut i = 0;
+        for a in addresses {
+            while i < code.chunks.len() && code.chunks[i].end <= a {
+                i += 1;
+            }
+            if i < code.chunks.len() && code.chunks[i].start <= a && touched.last() != Some(&i) {
+                touched.push(i);
+            }
         }
-        *branches.entry((source, target)).or_default() += n;
-        if next != BR_ONLY
-            && code.is_code(next)
-            && target <= next
-            && !code.crosses_jump(target, next)
-        {
-            *ranges.entry((target, next)).or_default() += n;
+        touched.par_iter().for_each(|&i| {
+            code.decoded(&code.chunks[i]);
+        });
+        let (base, end) = match (code.chunks.first(), code.chunks.last()) {
+            (Some(f), Some(l)) => (f.start, l.end),
+            _ => (0, 0),
+        };
+        let mut bits = vec![0u64; ((end - base) as usize).div_ceil(64)];
+        for &i in &touched {
+            let chunk = &code.chunks[i];
+            for &x in &code.decoded(chunk).insts {
+                let bit = ((x >> 4) - base) as usize;
+                bits[bit / 64] |= 1 << (bit % 64);
+            }
         }
+        InstStarts { base, bits }
     }
+
+    fn contains(&self, a: u64) -> bool {
+        let Some(bit) = a.checked_sub(self.base) else {
+            return false;
+        };
+        let bit = bit as usize;
+        self.bits
+            .get(bit / 64)
+            .is_some_and(|w| w & (1 << (bit % 64)) != 0)
+    }
+}
+
+/// The ranges and branches llvm-profgen keeps of `traces`, each summed over its traces.
+fn ranges_and_branches(code: &Code, traces: &BinaryProfile) -> (Vec<Counted>, Vec<Counted>) {
+    let addresses: Vec<u64> = traces
+        .traces
+        .par_iter()
+        .flat_map_iter(|&((_, target, next), _)| [target, next])
+        .filter(|&a| a != BR_ONLY)
+        .collect();
+    let starts = InstStarts::new(code, addresses);
+    let (ranges, branches): (Vec<Counted>, Vec<Counted>) = traces
+        .traces
+        .par_iter()
+        .filter(|(_, c)| c.taken != 0)
+        .filter_map(|&((source, target, next), c)| {
+            if !starts.contains(target) {
+                return None;
+            }
+            let range = (next != BR_ONLY
+                && starts.contains(next)
+                && target <= next
+                && !code.crosses_jump(target, next))
+            .then_some(((target, next), c.taken));
+            Some((range, ((source, target), c.taken)))
+        })
+        .fold(
+            || (Vec::new(), Vec::new()),
+            |(mut r, mut b), (range, branch)| {
+                r.extend(range);
+                b.push(branch);
+                (r, b)
+            },
+        )
+        .reduce(
+            || (Vec::new(), Vec::new()),
+            |(mut r1, mut b1), (r2, b2)| {
+                r1.extend(r2);
+                b1.extend(b2);
+                (r1, b1)
+            },
+        );
+    (summed(ranges), summed(branches))
+}
+
+/// A key (a range or a branch) and its count.
+type Counted = ((u64, u64), u64);
+
+/// `v` sorted by key, equal keys summed (in place).
+fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
+    v.par_sort_unstable_by_key(|x| x.0);
+    v.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 += later.1;
+        }
+        same
+    });
+    v
+}
+
+/// The llvm-profgen profile of `binary` from its LBR traces (read with
+/// [`KernelEntries::OutsideSkipped`](crate::perf::KernelEntries::OutsideSkipped)). The
+/// DWARF of the units the profile touches is decoded, nothing else.
+pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile, Report)> {
+    let code = &binary.code;
+    let (ranges, branches) = ranges_and_branches(code, &traces);
+    drop(traces);
     if ranges.is_empty() && branches.is_empty() {
         return Err(Error::Mismatch(
             "no LBR sample falls in the binary (is it the profiled binary, and was the capture recorded with -b?)".into(),
@@ -325,75 +566,125 @@ pub(crate) fn profile(binary: &Binary, traces: &BinaryProfile) -> Result<(Profil
     let report = Report {
         ranges: ranges.len(),
         branches: branches.len(),
-        total_count: ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum(),
+        total_count: ranges.iter().map(|&((b, e), n)| n * (1 + e - b)).sum(),
         functions: 0,
     };
-    let functions = Functions::new(binary);
-    // `preprocessRangeCounter`: the ranges of the functions the ranges start in, with 0.
-    let mut all = ranges.clone();
-    for &(b, _) in ranges.keys() {
-        for &(fb, fe) in functions.ranges_at(b) {
-            all.entry((fb, fe - 1)).or_insert(0);
-        }
-    }
-    let mut profiles: BTreeMap<String, FunctionSamples> = BTreeMap::new();
-    for (b, e, n) in disjoint(&all) {
-        let mut i = code.insts.partition_point(|x| x.0 < b);
-        while let Some(&(a, size)) = code.insts.get(i) {
-            if a > e {
-                break;
+    let file = binary.object()?;
+    let sections = DwarfSections::load(&file).map_err(|m| binary.error(m))?;
+    let dwarf = Dwarf::new(&sections).map_err(|m| binary.error(m))?;
+    let mut debug = DebugInfo::default();
+    // The units of the ranges and branches, then those of other functions of the same names
+    // (llvm-profgen joins a name's ranges), then those the joined ranges reach.
+    let touched = ranges
+        .iter()
+        .map(|&(r, _)| r)
+        .chain(branches.iter().flat_map(|&((s, t), _)| [(s, s), (t, t)]));
+    debug
+        .load_meeting(&dwarf, touched)
+        .map_err(|m| binary.error(m))?;
+    let namesakes = binary.symbols_named(debug.subprograms().map(|(_, name, _)| name));
+    debug
+        .load_meeting(&dwarf, namesakes.into_iter().map(|a| (a, a)))
+        .map_err(|m| binary.error(m))?;
+    let all = joined_ranges(&ranges, &Functions::new(&debug, code));
+    let dis = disjoint(&all);
+    debug
+        .load_meeting(&dwarf, dis.iter().map(|&(b, e, _)| (b, e)))
+        .map_err(|m| binary.error(m))?;
+    debug.seal();
+    let functions = Functions::new(&debug, code);
+    let names = Names::new(&debug);
+    // Contiguous blocks of ranges per task: a function's profile is then built in one or two
+    // tasks, not copied into every task's partial profile.
+    let block = dis.len().div_ceil(rayon::current_num_threads() * 8).max(1);
+    let from_ranges = dis
+        .par_chunks(block)
+        .map(|block| {
+            let mut profiles = Profiles::new();
+            let (mut stack, mut fr) = (Vec::new(), Vec::new());
+            for &(b, e, n) in block {
+                for (a, size) in code.insts_in(b, e) {
+                    debug.frames_at(a, &mut stack);
+                    frames(&stack, &names, &mut fr);
+                    if fr.is_empty() {
+                        continue;
+                    }
+                    let f = leaf(&mut profiles, &names, &fr, n * u64::from(size));
+                    let last = fr.last().expect("not empty").1;
+                    let loc = LineLocation {
+                        line: last.line,
+                        disc: base_discriminator(last.disc),
+                    };
+                    let count = n * duplication_factor(last.disc);
+                    let r = f.body.entry(loc).or_default();
+                    r.count = r.count.max(count);
+                }
             }
-            i += 1;
-            let stack = binary.debug.inline_stack(a);
-            let fr = frames(&stack);
-            if fr.is_empty() {
+            profiles
+        })
+        .reduce(Profiles::new, merge_profiles);
+    let block = branches
+        .len()
+        .div_ceil(rayon::current_num_threads() * 8)
+        .max(1);
+    let from_branches = branches
+        .par_chunks(block)
+        .map(|block| {
+            let mut profiles = Profiles::new();
+            let (mut stack, mut fr) = (Vec::new(), Vec::new());
+            for &((source, target), n) in block {
+                let Some(callee) = functions.callee_at(target) else {
+                    continue;
+                };
+                let callee = names.of_node[callee as usize];
+                debug.frames_at(source, &mut stack);
+                frames(&stack, &names, &mut fr);
+                if !fr.is_empty() {
+                    let f = leaf(&mut profiles, &names, &fr, 0);
+                    let last = fr.last().expect("not empty").1;
+                    let loc = LineLocation {
+                        line: last.line,
+                        disc: base_discriminator(last.disc),
+                    };
+                    *f.body
+                        .entry(loc)
+                        .or_default()
+                        .targets
+                        .entry(names.ids[callee as usize].clone())
+                        .or_default() += n;
+                }
+                profiles.entry(callee).or_default().head += n;
+            }
+            profiles
+        })
+        .reduce(Profiles::new, merge_profiles);
+    let profiles = merge_profiles(from_ranges, from_branches);
+    let mut out = Profile::default();
+    for (id, mut f) in profiles {
+        let name = &names.ids[id as usize];
+        if let FunctionId::Name(n) = name {
+            if ambiguous(&String::from_utf8_lossy(n)) {
                 continue;
             }
-            let f = leaf(&mut profiles, &fr, n * u64::from(size));
-            let last = fr.last().expect("not empty").1;
-            let loc = LineLocation {
-                line: last.line,
-                disc: base_discriminator(last.disc),
-            };
-            let count = n * duplication_factor(last.disc);
-            let r = f.body.entry(loc).or_default();
-            r.count = r.count.max(count);
-        }
-    }
-    for (&(source, target), &n) in &branches {
-        let Some(callee) = functions.callee_at(target) else {
-            continue;
-        };
-        let stack = binary.debug.inline_stack(source);
-        let fr = frames(&stack);
-        if !fr.is_empty() {
-            let f = leaf(&mut profiles, &fr, 0);
-            let last = fr.last().expect("not empty").1;
-            let loc = LineLocation {
-                line: last.line,
-                disc: base_discriminator(last.disc),
-            };
-            *f.body
-                .entry(loc)
-                .or_default()
-                .targets
-                .entry(FunctionId::name(callee.as_bytes()))
-                .or_default() += n;
-        }
-        profiles.entry(callee.to_string()).or_default().head += n;
-    }
-    let mut out = Profile::default();
-    for (name, mut f) in profiles {
-        if ambiguous(&name) {
-            continue;
         }
         update_callsite_samples(&mut f);
-        out.functions
-            .insert(Context::Plain(FunctionId::name(name.as_bytes())), f);
+        out.functions.insert(Context::Plain(name.clone()), f);
     }
     let report = Report {
         functions: out.functions.len(),
         ..report
     };
     Ok((out, report))
+}
+
+/// `preprocessRangeCounter`: the ranges, and with count 0 the ranges of the functions the
+/// ranges start in.
+fn joined_ranges(ranges: &[Counted], functions: &Functions<'_>) -> BTreeMap<(u64, u64), u64> {
+    let mut all: BTreeMap<(u64, u64), u64> = ranges.iter().copied().collect();
+    for &((b, _), _) in ranges {
+        for &(fb, fe) in functions.ranges_at(b) {
+            all.entry((fb, fe - 1)).or_insert(0);
+        }
+    }
+    all
 }
