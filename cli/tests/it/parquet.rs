@@ -68,9 +68,33 @@ fn store_sums(store: &Path) -> String {
             }
         };
         let counts = |r: Vec<[u64; 2]>| r;
-        line("trace", counts(store.rows::<TraceRow>(b).map(|r| r.unwrap().counts()).collect()));
-        line("ip", counts(store.rows::<IpRow>(b).map(|r| r.unwrap().counts()).collect()));
-        line("mem", counts(store.rows::<MemRow>(b).map(|r| r.unwrap().counts()).collect()));
+        line(
+            "trace",
+            counts(
+                store
+                    .rows::<TraceRow>(b)
+                    .map(|r| r.unwrap().counts())
+                    .collect(),
+            ),
+        );
+        line(
+            "ip",
+            counts(
+                store
+                    .rows::<IpRow>(b)
+                    .map(|r| r.unwrap().counts())
+                    .collect(),
+            ),
+        );
+        line(
+            "mem",
+            counts(
+                store
+                    .rows::<MemRow>(b)
+                    .map(|r| r.unwrap().counts())
+                    .collect(),
+            ),
+        );
     }
     lines.sort();
     lines.join("\n")
@@ -119,20 +143,38 @@ for name in sorted(set(t.column("binary").to_pylist()) - {""}):
         "{out}"
     );
     assert!(out.contains("meta profmill-rows 1"), "{out}");
-    let mut sums: Vec<&str> = out
-        .lines()
-        .filter_map(|l| l.strip_prefix("sum "))
-        .collect();
+    let mut sums: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("sum ")).collect();
     sums.sort();
     assert_eq!(sums.join("\n"), store_sums(store));
     // `aggregate --format parquet` writes what exporting its store writes.
     let capture = d.join("direct.data");
     generate_capture(&capture, &[&programs[0]], 1, 300, false, 7);
     let (direct_store, direct) = (d.join("direct.pms"), d.join("direct.parquet"));
-    profmill_ok(&[&"aggregate", &capture, &"--format", &"store", &"-o", &direct_store]);
-    profmill_ok(&[&"aggregate", &capture, &"--format", &"parquet", &"-o", &direct]);
+    profmill_ok(&[
+        &"aggregate",
+        &capture,
+        &"--format",
+        &"store",
+        &"-o",
+        &direct_store,
+    ]);
+    profmill_ok(&[
+        &"aggregate",
+        &capture,
+        &"--format",
+        &"parquet",
+        &"-o",
+        &direct,
+    ]);
     let exported = d.join("exported.parquet");
-    profmill_ok(&[&"export", &direct_store, &"--format", &"parquet", &"-o", &exported]);
+    profmill_ok(&[
+        &"export",
+        &direct_store,
+        &"--format",
+        &"parquet",
+        &"-o",
+        &exported,
+    ]);
     assert!(std::fs::read(&direct).unwrap() == std::fs::read(&exported).unwrap());
 }
 
@@ -140,7 +182,11 @@ for name in sorted(set(t.column("binary").to_pylist()) - {""}):
 fn spark_merge(args: &[&dyn AsRef<std::ffi::OsStr>]) {
     let python = python();
     let submit = python.with_file_name("spark-submit");
-    let submit = if submit.is_file() { submit } else { "spark-submit".into() };
+    let submit = if submit.is_file() {
+        submit
+    } else {
+        "spark-submit".into()
+    };
     let mut cmd = Command::new(submit);
     cmd.env("PYSPARK_PYTHON", &python)
         .args(["--master", "local[2]", "--conf", "spark.ui.enabled=false"])
@@ -160,7 +206,14 @@ fn fdatas(store: &Path, binaries: &[PathBuf; 2], d: &Path, tag: &str) -> Vec<Vec
         .map(|(i, binary)| {
             let out = d.join(format!("{tag}-{i}.fdata"));
             profmill_ok(&[
-                &"export", &store, &"-b", binary, &"--format", &"fdata", &"-o", &out,
+                &"export",
+                &store,
+                &"-b",
+                binary,
+                &"--format",
+                &"fdata",
+                &"-o",
+                &out,
             ]);
             std::fs::read(out).unwrap()
         })
@@ -199,12 +252,21 @@ fn spark_merge_equals_profmill_merge() {
     // Weights: 3 × the first partial, 2 × the second, the others once.
     let csv = d.join("weights.csv");
     let (first, second) = (&parts[0].1, &parts[1].1);
-    std::fs::write(&csv, format!("3,{}\n2,{}\n", first.display(), second.display())).unwrap();
+    std::fs::write(
+        &csv,
+        format!("3,{}\n2,{}\n", first.display(), second.display()),
+    )
+    .unwrap();
     let rest: Vec<&PathBuf> = parts[2..].iter().map(|(_, p)| p).collect();
     let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"--input"];
     args.extend(rest.iter().map(|p| p as &dyn AsRef<std::ffi::OsStr>));
     let out = d.join("spark-weighted");
-    args.extend([&"--weights" as &dyn AsRef<std::ffi::OsStr>, &csv, &"--output", &out]);
+    args.extend([
+        &"--weights" as &dyn AsRef<std::ffi::OsStr>,
+        &csv,
+        &"--output",
+        &out,
+    ]);
     spark_merge(&args);
     let weighted = d.join("weighted.pms");
     let mut merge = profmill();

@@ -205,16 +205,15 @@ impl Columns {
         let mut group = w.next_row_group()?;
         let mut index = 0;
         while let Some(mut column) = group.next_column()? {
-            let required = |v: &[ByteArray]| (v.to_vec(), None);
             match (index, column.untyped()) {
                 (0..=3, ColumnWriter::ByteArrayColumnWriter(c)) => {
                     let (values, defs) = match index {
-                        0 => required(&cols.build_id),
-                        1 => required(&cols.binary),
-                        2 => required(&cols.kind),
-                        _ => (cols.event.values.clone(), Some(&cols.event.defs[..])),
+                        0 => (&cols.build_id, None),
+                        1 => (&cols.binary, None),
+                        2 => (&cols.kind, None),
+                        _ => (&cols.event.values, Some(&cols.event.defs[..])),
                     };
-                    c.write_batch(&values, defs, None)?;
+                    c.write_batch(values, defs, None)?;
                 }
                 (4..=8, ColumnWriter::Int64ColumnWriter(c)) => {
                     let col = [
@@ -239,6 +238,32 @@ impl Columns {
     }
 }
 
+/// Rows on their way to a file: a row group's columns, written out when full.
+struct Sink {
+    cols: Columns,
+    w: SerializedFileWriter<Vec<u8>>,
+}
+
+impl Sink {
+    fn push(
+        &mut self,
+        id: &(ByteArray, ByteArray),
+        kind: Kind,
+        v: Values<'_>,
+    ) -> parquet::errors::Result<()> {
+        self.cols.push(id, kind, v);
+        if self.cols.len() == ROWS_PER_GROUP {
+            self.cols.write_group(&mut self.w)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the row group (a binary's rows start a new one).
+    fn end_group(&mut self) -> parquet::errors::Result<()> {
+        self.cols.write_group(&mut self.w)
+    }
+}
+
 /// The writer's settings: zstd, the schema's name and version, sorted by build-id.
 fn writer_properties() -> parquet::errors::Result<WriterProperties> {
     Ok(WriterProperties::builder()
@@ -253,7 +278,6 @@ fn writer_properties() -> parquet::errors::Result<WriterProperties> {
             descending: false,
             nulls_first: false,
         }]))
-        .set_max_row_group_size(ROWS_PER_GROUP)
         .build())
 }
 
@@ -288,21 +312,24 @@ fn rows_writer(
 
 /// The Parquet file of `store`'s rows.
 fn store_to_parquet(store: &Store<'_>) -> std::result::Result<Vec<u8>, ToParquetError> {
-    let mut w = rows_writer(SCHEMA, writer_properties()?)?;
-    let mut cols = Columns::default();
+    let w = rows_writer(SCHEMA, writer_properties()?)?;
+    let mut sink = Sink {
+        cols: Columns::default(),
+        w,
+    };
     let meta = store.meta();
     let file_level = (ByteArray::from(""), ByteArray::from(""));
     let captures = Values {
         count: Some(meta.captures),
         ..Default::default()
     };
-    cols.push(&file_level, Kind::Capture, captures);
+    sink.push(&file_level, Kind::Capture, captures)?;
     for host in &meta.hosts {
         let v = Values {
             event: Some(host),
             ..Default::default()
         };
-        cols.push(&file_level, Kind::Host, v);
+        sink.push(&file_level, Kind::Host, v)?;
     }
     // Sorted by the build-id column (binaries without one, whose column is empty, first), so
     // that the file is sorted by it and every row group's statistics say which ids it holds.
@@ -319,16 +346,16 @@ fn store_to_parquet(store: &Store<'_>) -> std::result::Result<Vec<u8>, ToParquet
             ByteArray::from(hex(&m.build_id).as_str()),
             ByteArray::from(name),
         );
-        push_binary(&mut cols, &id, store, b, m)?;
-        cols.write_group(&mut w)?;
+        push_binary(&mut sink, &id, store, b, m)?;
+        sink.end_group()?;
     }
-    cols.write_group(&mut w)?;
-    Ok(w.into_inner()?)
+    sink.end_group()?;
+    Ok(sink.w.into_inner()?)
 }
 
-/// Pushes binary `b`'s summary and rows, writing full row groups to `w` on the way.
+/// Pushes binary `b`'s summary and rows into `sink`.
 fn push_binary(
-    cols: &mut Columns,
+    sink: &mut Sink,
     id: &(ByteArray, ByteArray),
     store: &Store<'_>,
     b: usize,
@@ -339,13 +366,13 @@ fn push_binary(
         mispreds: Some(m.processes),
         ..Default::default()
     };
-    cols.push(id, Kind::Binary, summary);
+    sink.push(id, Kind::Binary, summary)?;
     for e in &m.events {
         let v = Values {
             event: Some(e),
             ..Default::default()
         };
-        cols.push(id, Kind::Event, v);
+        sink.push(id, Kind::Event, v)?;
     }
     for r in store.rows::<TraceRow>(b) {
         let r = r?;
@@ -357,7 +384,7 @@ fn push_binary(
             mispreds: Some(r.mispreds),
             ..Default::default()
         };
-        cols.push(id, Kind::Trace, v);
+        sink.push(id, Kind::Trace, v)?;
     }
     for r in store.rows::<BranchRow>(b) {
         let r = r?;
@@ -368,7 +395,7 @@ fn push_binary(
             mispreds: Some(r.mispreds),
             ..Default::default()
         };
-        cols.push(id, Kind::Branch, v);
+        sink.push(id, Kind::Branch, v)?;
     }
     for r in store.rows::<IpRow>(b) {
         let r = r?;
@@ -377,7 +404,7 @@ fn push_binary(
             count: Some(r.count),
             ..Default::default()
         };
-        cols.push(id, Kind::Ip, v);
+        sink.push(id, Kind::Ip, v)?;
     }
     for r in store.rows::<MemRow>(b) {
         let r = r?;
@@ -388,14 +415,14 @@ fn push_binary(
             count: Some(r.count),
             ..Default::default()
         };
-        cols.push(id, Kind::Mem, v);
+        sink.push(id, Kind::Mem, v)?;
     }
     for r in store.rows::<ReturnRow>(b) {
         let v = Values {
             from: Some(r?.addr),
             ..Default::default()
         };
-        cols.push(id, Kind::Return, v);
+        sink.push(id, Kind::Return, v)?;
     }
     Ok(())
 }
@@ -927,7 +954,7 @@ fn add(a: u64, b: u64, saturated: &mut bool) -> u64 {
 /// The bytes of a hex string (either case), if it is one.
 fn unhex(text: &[u8]) -> Option<Vec<u8>> {
     let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    if text.len() % 2 != 0 {
+    if text.len() & 1 == 1 {
         return None;
     }
     text.chunks(2)

@@ -172,8 +172,7 @@ fn refused(file: &Path) -> String {
     let out = file.with_extension("pms");
     std::fs::write(&out, "previous").unwrap();
     let e = import_parquet(&[file.to_path_buf()], &out)
-        .err()
-        .expect("the file is refused")
+        .expect_err("the file is refused")
         .to_string();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous");
     assert!(
