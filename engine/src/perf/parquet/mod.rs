@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parquet::basic::{Compression, LogicalType, Type as PhysicalType, ZstdLevel};
-use parquet::column::reader::get_typed_column_reader;
+use parquet::column::reader::{get_typed_column_reader, ColumnReaderImpl};
 use parquet::column::writer::ColumnWriter;
 use parquet::data_type::{
     BoolType, ByteArray, ByteArrayType, DataType, FixedLenByteArrayType, Int32Type, Int64Type,
@@ -689,28 +689,19 @@ fn read_file(path: &Path, gather: &mut Gather) -> Result<()> {
                 format!("row group {g}, column `{}`: {why}", COLUMNS[c]),
             )
         };
-        let strings = |c: usize| {
-            read_column::<ByteArrayType>(&*group, located.column(c), rows)
-                .map_err(|e| at(c, e.to_string()))
-        };
-        let build_id = match &partition_id {
-            None => strings(0)?,
-            Some(id) => vec![Some(ByteArray::from(id.clone())); rows],
-        };
-        let in_binary = read_column::<BoolType>(&*group, located.column(9), rows)
-            .map_err(|e| at(9, e.to_string()))?;
-        let group_rows = GroupRows {
-            build_id,
-            binary: strings(1)?,
-            kind: strings(2)?,
-            event: strings(3)?,
-            numbers: read_numbers(&*group, &located, rows)
-                .map_err(|(c, e)| at(c, e.to_string()))?,
-            in_binary,
-        };
-        group_rows
-            .gather(gather)
-            .map_err(|(row, c, why)| at(c, format!("row {row}: {why}")))?;
+        let mut cursors = GroupCursors::open(&*group, &located, partition_id.as_deref())
+            .map_err(|(c, e)| at(c, e.to_string()))?;
+        // A batch of rows at a time: an engine may write millions of rows in one row group.
+        let mut done = 0;
+        while done < rows {
+            let batch = cursors
+                .read(BATCH.min(rows - done))
+                .map_err(|(c, e)| at(c, e.to_string()))?;
+            batch
+                .gather(gather)
+                .map_err(|(row, c, why)| at(c, format!("row {}: {why}", done + row)))?;
+            done += batch.kind.len();
+        }
         gather.rows += rows as u64;
     }
     Ok(())
@@ -812,36 +803,154 @@ fn number_type(name: &str, c: &ColumnDescriptor) -> std::result::Result<Number, 
     }
 }
 
-/// Reads column `c` of a row group: `rows` values, `None` for nulls.
-fn read_column<T: DataType>(
-    group: &dyn RowGroupReader,
-    c: usize,
-    rows: usize,
-) -> parquet::errors::Result<Vec<Option<T::T>>> {
-    let descr = group.metadata().column(c).column_descr_ptr();
-    let max_def = descr.max_def_level();
-    let mut reader = get_typed_column_reader::<T>(group.get_column_reader(c)?);
-    let mut defs = Vec::with_capacity(rows);
-    let mut values = Vec::with_capacity(rows);
-    let mut read = 0;
-    while read < rows {
-        let defs_buf = (max_def > 0).then_some(&mut defs);
-        let (records, _, _) = reader.read_records(rows - read, defs_buf, None, &mut values)?;
-        if records == 0 {
-            return Err(parquet::errors::ParquetError::General(format!(
-                "{read} values of the row group's {rows}"
-            )));
+/// Rows decoded at a time by `import` (fewer in the tests, so that their files span batches).
+const BATCH: usize = if cfg!(test) { 1000 } else { 1 << 16 };
+
+/// One column of a row group, read a batch at a time.
+struct Cursor<T: DataType> {
+    reader: ColumnReaderImpl<T>,
+    max_def: i16,
+}
+
+impl<T: DataType> Cursor<T> {
+    fn open(group: &dyn RowGroupReader, c: usize) -> parquet::errors::Result<Cursor<T>> {
+        Ok(Cursor {
+            reader: get_typed_column_reader::<T>(group.get_column_reader(c)?),
+            max_def: group.metadata().column(c).column_descr().max_def_level(),
+        })
+    }
+
+    /// The next `rows` values, `None` for nulls.
+    fn read(&mut self, rows: usize) -> parquet::errors::Result<Vec<Option<T::T>>> {
+        let mut defs = Vec::with_capacity(rows);
+        let mut values = Vec::with_capacity(rows);
+        let mut read = 0;
+        while read < rows {
+            let defs_buf = (self.max_def > 0).then_some(&mut defs);
+            let (records, _, _) =
+                self.reader
+                    .read_records(rows - read, defs_buf, None, &mut values)?;
+            if records == 0 {
+                return Err(parquet::errors::ParquetError::General(
+                    "the column chunk ends before the row group's rows do".into(),
+                ));
+            }
+            read += records;
         }
-        read += records;
+        if self.max_def == 0 {
+            return Ok(values.into_iter().map(Some).collect());
+        }
+        let mut values = values.into_iter();
+        Ok(defs
+            .iter()
+            .map(|&d| {
+                if d == self.max_def {
+                    values.next()
+                } else {
+                    None
+                }
+            })
+            .collect())
     }
-    if max_def == 0 {
-        return Ok(values.into_iter().map(Some).collect());
+}
+
+/// A numeric column's cursor, by how the column holds its numbers.
+enum NumberCursor {
+    Bits(Cursor<Int64Type>, bool),
+    Small(Cursor<Int32Type>, bool),
+    Decimal(Cursor<FixedLenByteArrayType>),
+}
+
+impl NumberCursor {
+    fn open(
+        group: &dyn RowGroupReader,
+        c: usize,
+        number: Number,
+    ) -> parquet::errors::Result<NumberCursor> {
+        Ok(match number {
+            Number::Unsigned64 | Number::Signed64 => {
+                NumberCursor::Bits(Cursor::open(group, c)?, number == Number::Unsigned64)
+            }
+            Number::Signed32 | Number::Unsigned32 => {
+                NumberCursor::Small(Cursor::open(group, c)?, number == Number::Unsigned32)
+            }
+            Number::Decimal => NumberCursor::Decimal(Cursor::open(group, c)?),
+        })
     }
-    let mut values = values.into_iter();
-    Ok(defs
-        .iter()
-        .map(|&d| if d == max_def { values.next() } else { None })
-        .collect())
+
+    fn read(&mut self, rows: usize) -> parquet::errors::Result<Raw> {
+        Ok(match self {
+            NumberCursor::Bits(c, unsigned) => Raw::Bits(c.read(rows)?, *unsigned),
+            NumberCursor::Small(c, unsigned) => Raw::Small(c.read(rows)?, *unsigned),
+            NumberCursor::Decimal(c) => Raw::Decimal(c.read(rows)?),
+        })
+    }
+}
+
+/// Where a row group's build-ids come from.
+enum BuildIds {
+    Column(Cursor<ByteArrayType>),
+    /// The build-id of a Hive partition's directory, the same for every row.
+    Partition(Vec<u8>),
+}
+
+/// A row group's columns, read a batch at a time. Errors name the [`COLUMNS`] index.
+struct GroupCursors {
+    build_id: BuildIds,
+    strings: [Cursor<ByteArrayType>; 3],
+    numbers: Vec<NumberCursor>,
+    in_binary: Cursor<BoolType>,
+}
+
+type CursorError = (usize, parquet::errors::ParquetError);
+
+impl GroupCursors {
+    fn open(
+        group: &dyn RowGroupReader,
+        l: &Located,
+        partition_id: Option<&[u8]>,
+    ) -> std::result::Result<GroupCursors, CursorError> {
+        let string = |c: usize| Cursor::open(group, l.column(c)).map_err(|e| (c, e));
+        let build_id = match partition_id {
+            Some(id) => BuildIds::Partition(id.to_vec()),
+            None => BuildIds::Column(string(0)?),
+        };
+        let numbers = (0..5)
+            .map(|n| {
+                NumberCursor::open(group, l.column(4 + n), l.numbers[n]).map_err(|e| (4 + n, e))
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(GroupCursors {
+            build_id,
+            strings: [string(1)?, string(2)?, string(3)?],
+            numbers,
+            in_binary: Cursor::open(group, l.column(9)).map_err(|e| (9, e))?,
+        })
+    }
+
+    /// The next `rows` rows.
+    fn read(&mut self, rows: usize) -> std::result::Result<GroupRows, CursorError> {
+        let [binary, kind, event] = &mut self.strings;
+        let build_id = match &mut self.build_id {
+            BuildIds::Column(c) => c.read(rows).map_err(|e| (0, e))?,
+            BuildIds::Partition(id) => vec![Some(ByteArray::from(id.clone())); rows],
+        };
+        let mut numbers = Vec::with_capacity(5);
+        for (n, c) in self.numbers.iter_mut().enumerate() {
+            numbers.push(c.read(rows).map_err(|e| (4 + n, e))?);
+        }
+        let numbers: [Raw; 5] = numbers
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("five number columns"));
+        Ok(GroupRows {
+            build_id,
+            binary: binary.read(rows).map_err(|e| (1, e))?,
+            kind: kind.read(rows).map_err(|e| (2, e))?,
+            event: event.read(rows).map_err(|e| (3, e))?,
+            numbers,
+            in_binary: self.in_binary.read(rows).map_err(|e| (9, e))?,
+        })
+    }
 }
 
 /// A numeric column's raw values, before the sign and range checks of [`to_u64`].
@@ -849,32 +958,6 @@ enum Raw {
     Bits(Vec<Option<i64>>, bool),
     Small(Vec<Option<i32>>, bool),
     Decimal(Vec<Option<parquet::data_type::FixedLenByteArray>>),
-}
-
-/// Reads the five numeric columns; an error names its [`COLUMNS`] index.
-fn read_numbers(
-    group: &dyn RowGroupReader,
-    l: &Located,
-    rows: usize,
-) -> std::result::Result<[Raw; 5], (usize, parquet::errors::ParquetError)> {
-    let read = |n: usize| -> std::result::Result<Raw, (usize, parquet::errors::ParquetError)> {
-        let c = l.column(4 + n);
-        let with = |e| (4 + n, e);
-        Ok(match l.numbers[n] {
-            Number::Unsigned64 | Number::Signed64 => Raw::Bits(
-                read_column::<Int64Type>(group, c, rows).map_err(with)?,
-                l.numbers[n] == Number::Unsigned64,
-            ),
-            Number::Signed32 | Number::Unsigned32 => Raw::Small(
-                read_column::<Int32Type>(group, c, rows).map_err(with)?,
-                l.numbers[n] == Number::Unsigned32,
-            ),
-            Number::Decimal => {
-                Raw::Decimal(read_column::<FixedLenByteArrayType>(group, c, rows).map_err(with)?)
-            }
-        })
-    };
-    Ok([read(0)?, read(1)?, read(2)?, read(3)?, read(4)?])
 }
 
 impl Raw {
