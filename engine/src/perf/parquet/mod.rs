@@ -889,7 +889,7 @@ impl NumberCursor {
 
 /// Where a row group's build-ids come from.
 enum BuildIds {
-    Column(Cursor<ByteArrayType>),
+    Column(Box<Cursor<ByteArrayType>>),
     /// The build-id of a Hive partition's directory, the same for every row.
     Partition(Vec<u8>),
 }
@@ -913,7 +913,7 @@ impl GroupCursors {
         let string = |c: usize| Cursor::open(group, l.column(c)).map_err(|e| (c, e));
         let build_id = match partition_id {
             Some(id) => BuildIds::Partition(id.to_vec()),
-            None => BuildIds::Column(string(0)?),
+            None => BuildIds::Column(Box::new(string(0)?)),
         };
         let numbers = (0..5)
             .map(|n| {
