@@ -29,6 +29,9 @@ pub enum Format {
     /// A profile store (`.pms`) holding every binary's profile (one file, whatever the number
     /// of binaries); `merge` sums stores, `export` writes the other formats from them.
     Store,
+    /// The store's rows as Parquet (docs/store.md), for Spark and other engines; `import`
+    /// turns it back into a store.
+    Parquet,
 }
 
 impl Format {
@@ -37,7 +40,14 @@ impl Format {
             Format::Fdata => "fdata",
             Format::Preagg | Format::PreaggLegacy => "preagg",
             Format::Store => "pms",
+            Format::Parquet => "parquet",
         }
+    }
+
+    /// Whether the output holds every binary (a store or its Parquet rows), not one binary's
+    /// profile.
+    pub fn is_whole_store(self) -> bool {
+        matches!(self, Format::Store | Format::Parquet)
     }
 }
 
@@ -92,7 +102,7 @@ pub fn run(args: Args) -> Result<(), BoxError> {
     }
     let started = Instant::now();
     let request = request(&args)?;
-    if args.format == Format::Store {
+    if args.format.is_whole_store() {
         return write_store_of_captures(&args, &request, started);
     }
     if let [capture] = &args.captures[..] {
@@ -130,14 +140,14 @@ fn check_args(args: &Args) -> Result<(), BoxError> {
         return Err("--only chooses among the binaries the capture maps; with --binary, name only the binaries you want".into());
     }
     let is_store_input = args.captures.len() == 1 && crate::store::is_store(&args.captures[0]);
-    if args.binaries.is_empty() && (args.format != Format::Store || is_store_input) {
+    if args.binaries.is_empty() && (!args.format.is_whole_store() || is_store_input) {
         return Err(format!(
-            "--binary is needed for --format {}; only --format store works without binaries (it profiles every binary the capture maps)",
+            "--binary is needed for --format {}; only --format store or parquet works without binaries (it profiles every binary the capture maps)",
             clap::ValueEnum::to_possible_value(&args.format).map(|v| v.get_name().to_owned()).unwrap_or_default()
         )
         .into());
     }
-    if args.output.as_os_str() == "-" && (args.format == Format::Store || args.binaries.len() > 1) {
+    if args.output.as_os_str() == "-" && (args.format.is_whole_store() || args.binaries.len() > 1) {
         return Err("-o - writes one binary's text profile to standard output; a profile store or several binaries need a path".into());
     }
     Ok(())
@@ -217,7 +227,8 @@ fn stored_profiles_of_captures(
     Ok((profiles, hosts, basic.unwrap_or(false)))
 }
 
-/// `--format store`: every capture's profiles, summed per binary, in one store.
+/// `--format store` (or `parquet`): every capture's profiles, summed per binary, in one store
+/// (or its Parquet rows).
 fn write_store_of_captures(
     args: &Args,
     request: &Request,
@@ -228,7 +239,11 @@ fn write_store_of_captures(
         captures: args.captures.len() as u64,
         hosts,
     };
-    write_store(&args.output, &meta, profiles)?;
+    if args.format == Format::Parquet {
+        engine::perf::parquet::write_parquet(&args.output, &meta, profiles)?;
+    } else {
+        write_store(&args.output, &meta, profiles)?;
+    }
     Ok(())
 }
 
@@ -276,7 +291,9 @@ pub fn write_profile(
             write_atomically(path, |out| write_preagg_legacy(out, profile, &functions))?
         }
         Format::Fdata => write_fdata(binary, profile, basic, path)?,
-        Format::Store => return Err("a store holds every binary; see write_store".into()),
+        Format::Store | Format::Parquet => {
+            return Err("a store holds every binary; see write_store".into())
+        }
     }
     Ok(())
 }

@@ -51,8 +51,11 @@ enum Command {
     Merge(sampleprof::MergeArgs),
     /// Summarize a profile store, or print a sample profile as LLVM text.
     Show(sampleprof::ShowArgs),
-    /// Write binaries' profiles from a profile store as preagg, preagg-legacy or fdata.
+    /// Write binaries' profiles from a profile store as preagg, preagg-legacy or fdata, or the
+    /// whole store as Parquet rows.
     Export(store::ExportArgs),
+    /// Read Parquet profile rows (files or directories, e.g. a Spark merge's output) into a store.
+    Import(store::ImportArgs),
     /// Overlap of two sample profiles (`--sample`), as `llvm-profdata overlap --sample` prints it.
     #[command(disable_help_flag = true)]
     Overlap {
@@ -135,6 +138,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => sampleprof::merge(args),
         Command::Show(args) => sampleprof::show(args),
         Command::Export(args) => store::export(args),
+        Command::Import(args) => store::import(args),
         Command::Bat(args) => bat::run(args),
         Command::Overlap { args } => llvm_profdata_sample::run_overlap(&args),
     };

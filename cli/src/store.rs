@@ -18,9 +18,11 @@ pub struct ExportArgs {
     /// The profile store.
     store: PathBuf,
     /// A binary whose profile to export; repeat for several (then -o names a directory).
-    #[arg(short = 'b', long = "binary", required = true)]
+    /// Not with `--format parquet`, which writes every binary's rows.
+    #[arg(short = 'b', long = "binary")]
     binaries: Vec<PathBuf>,
-    /// Output file (or directory, with several binaries).
+    /// Output file (or directory, with several binaries; with `--format parquet`, a directory
+    /// gets `STORE-NAME.parquet`).
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
     /// What to write.
@@ -51,7 +53,30 @@ pub fn export_binaries(
     ignore_build_id: bool,
 ) -> Result<(), BoxError> {
     if format == Format::Store {
-        return Err("export writes preagg, preagg-legacy or fdata; `merge` writes stores".into());
+        return Err(
+            "export writes preagg, preagg-legacy, fdata or parquet; `merge` writes stores".into(),
+        );
+    }
+    if format == Format::Parquet {
+        if !binaries.is_empty() {
+            return Err(
+                "--format parquet writes every binary of the store; leave out --binary".into(),
+            );
+        }
+        let output = match output.is_dir() {
+            true => output.join(
+                store
+                    .with_extension("parquet")
+                    .file_name()
+                    .unwrap_or_default(),
+            ),
+            false => output.to_path_buf(),
+        };
+        engine::perf::parquet::export_parquet(store, &output)?;
+        return Ok(());
+    }
+    if binaries.is_empty() {
+        return Err("--binary is needed: the binary whose profile to export".into());
     }
     let store = StoreFile::open(store)?;
     let outputs = output_paths(output, binaries, format.extension())?;
@@ -66,6 +91,33 @@ pub fn export_binaries(
         let basic = profile.traces.is_empty() && !profile.ips.is_empty();
         write_profile(format, path, &profile, basic, output)?;
     }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct ImportArgs {
+    /// Parquet files of profile rows (`export --format parquet`, or a Spark merge's output), or
+    /// directories of them.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The store to write.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+}
+
+/// Reads Parquet profile rows into a store (rows of the same key summed).
+pub fn import(args: ImportArgs) -> Result<(), BoxError> {
+    let report = engine::perf::parquet::import_parquet(&args.inputs, &args.output)?;
+    if report.saturated {
+        eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");
+    }
+    eprintln!(
+        "profmill: imported {} rows from {} Parquet files ({} binaries) into {}",
+        report.rows,
+        report.files,
+        report.binaries,
+        args.output.display()
+    );
     Ok(())
 }
 

@@ -41,6 +41,15 @@ pub enum Error {
         /// What is wrong, and where.
         source: formats::store::StoreError,
     },
+    /// A Parquet file cannot be read as profile rows (or written).
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The byte offset of the offending part: a column chunk, or the footer.
+        offset: u64,
+        /// What is wrong, and what was expected.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -51,6 +60,11 @@ impl fmt::Display for Error {
             Error::Binary { path, message } => write!(f, "{}: {message}", path.display()),
             Error::Mismatch(m) => f.write_str(m),
             Error::Store { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Parquet {
+                path,
+                offset,
+                message,
+            } => write!(f, "{}: byte offset {offset}: {message}", path.display()),
         }
     }
 }
@@ -61,7 +75,7 @@ impl std::error::Error for Error {
             Error::Format { source, .. } => Some(source),
             Error::Io { source, .. } => Some(source),
             Error::Store { source, .. } => Some(source),
-            Error::Binary { .. } | Error::Mismatch(_) => None,
+            Error::Binary { .. } | Error::Mismatch(_) | Error::Parquet { .. } => None,
         }
     }
 }

@@ -21,6 +21,7 @@ mod llvm_profdata_sample;
 mod llvm_profdata_stdin;
 mod llvm_profdata_temporal;
 mod merge_fdata;
+mod parquet;
 mod perf2bolt;
 mod perf_script;
 mod plt;

@@ -31,7 +31,7 @@ fn cc(dir: &Path, out: &str, args: &[&str]) -> PathBuf {
 }
 
 /// A PIE and a non-PIE build of the test program.
-fn programs(d: &Path) -> [PathBuf; 2] {
+pub(crate) fn programs(d: &Path) -> [PathBuf; 2] {
     std::fs::write(d.join("prog.c"), PROGRAM_C).unwrap();
     [
         cc(d, "app-pie", &["-fPIE", "-pie"]),
@@ -39,7 +39,7 @@ fn programs(d: &Path) -> [PathBuf; 2] {
     ]
 }
 
-fn profmill_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
+pub(crate) fn profmill_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
     let mut cmd = profmill();
     for a in args {
         cmd.arg(a);

@@ -60,6 +60,8 @@ pub mod capture;
 mod discover;
 mod hint;
 pub mod mapping;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod preagg;
 pub mod store;
 /// The per-thread aggregation tables. Not API: the module is public (and hidden) only so that

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::store::{
-    BinaryMeta, BlockCursor, IpRow, MemRow, ReturnRow, Row, Section, Store, StoreError,
+    BinaryMeta, BlockCursor, BranchRow, IpRow, MemRow, ReturnRow, Row, Section, Store, StoreError,
     StoreErrorKind, StoreIndex, StoreMeta, StoreWriter, TraceRow,
 };
 
@@ -118,18 +118,25 @@ fn identity(binary: &BinaryInfo) -> BinaryMeta {
 }
 
 /// Sorts rows by key and sums the rows of equal keys.
-fn sorted_summed<R: Row>(mut rows: Vec<R>) -> Vec<R> {
+fn sorted_summed<R: Row>(rows: Vec<R>) -> Vec<R> {
+    sorted_summed_saturating(rows).0
+}
+
+/// Sorts rows by key and sums the rows of equal keys (saturating); also says whether a sum
+/// saturated.
+pub(crate) fn sorted_summed_saturating<R: Row>(mut rows: Vec<R>) -> (Vec<R>, bool) {
     rows.sort_unstable_by(|a, b| a.key_cmp(b));
     let mut out: Vec<R> = Vec::with_capacity(rows.len());
+    let mut saturated = false;
     for r in rows {
         match out.last_mut() {
             Some(last) if last.key_cmp(&r) == Ordering::Equal => {
-                last.add_counts(&r);
+                saturated |= !last.add_counts(&r);
             }
             _ => out.push(r),
         }
     }
-    out
+    (out, saturated)
 }
 
 /// `profile` (in `binary`'s addresses) in the store's terms.
@@ -209,18 +216,32 @@ pub fn summed_profiles(mut profiles: Vec<StoredProfile>) -> Vec<StoredProfile> {
 /// Writes `profiles` as a store at `path` (atomically). Profiles of the same binary are summed.
 pub fn write_store(path: &Path, meta: &StoreMeta, profiles: Vec<StoredProfile>) -> Result<()> {
     let merged = summed_profiles(profiles);
-    write_atomically(path, |out| {
-        let mut w = StoreWriter::new(out)?;
-        w.meta(meta)?;
-        for p in &merged {
-            let b = w.binary(&p.meta)?;
-            write_table(&mut w, b, &p.traces)?;
-            write_table(&mut w, b, &p.ips)?;
-            write_table(&mut w, b, &p.mem)?;
-            write_table(&mut w, b, &p.returns)?;
-        }
-        w.finish().map(drop)
-    })
+    write_atomically(path, |out| write_profiles(out, meta, &merged))
+}
+
+/// The bytes of the store of `profiles` (those of one binary summed).
+pub fn store_bytes(meta: &StoreMeta, profiles: Vec<StoredProfile>) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    write_profiles(&mut bytes, meta, &summed_profiles(profiles))?;
+    Ok(bytes)
+}
+
+/// Writes a store of `merged` (in identity order, one profile per binary) to `out`.
+fn write_profiles(
+    out: &mut dyn std::io::Write,
+    meta: &StoreMeta,
+    merged: &[StoredProfile],
+) -> std::io::Result<()> {
+    let mut w = StoreWriter::new(out)?;
+    w.meta(meta)?;
+    for p in merged {
+        let b = w.binary(&p.meta)?;
+        write_table(&mut w, b, &p.traces)?;
+        write_table(&mut w, b, &p.ips)?;
+        write_table(&mut w, b, &p.mem)?;
+        write_table(&mut w, b, &p.returns)?;
+    }
+    w.finish().map(drop)
 }
 
 fn write_table<W: std::io::Write, R: Row>(
@@ -605,6 +626,7 @@ fn merge_stores_with(
             let b = w.binary(m)?;
             let t = tuning.rows_ahead;
             let r = merge_table::<_, TraceRow>(&mut w, b, &files, parts, t)
+                .and_then(|s| Ok(s | merge_table::<_, BranchRow>(&mut w, b, &files, parts, t)?))
                 .and_then(|s| Ok(s | merge_table::<_, IpRow>(&mut w, b, &files, parts, t)?))
                 .and_then(|s| Ok(s | merge_table::<_, MemRow>(&mut w, b, &files, parts, t)?))
                 .and_then(|s| Ok(s | merge_table::<_, ReturnRow>(&mut w, b, &files, parts, t)?));
