@@ -25,7 +25,7 @@ pub use read::{
     parse_binary_meta, parse_header, parse_meta, parse_toc, parse_trailer, BinaryLayout,
     BlockCursor, BlockRows, Layout, Section, Store, StoreIndex, TableRows,
 };
-pub use rows::{BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow};
+pub use rows::{BlockUleb, BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow, Uleb};
 pub use write::{StoreWriter, TableWriter};
 
 use std::fmt;
