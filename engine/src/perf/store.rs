@@ -346,10 +346,17 @@ impl StoreFile {
     }
 
     fn rows_of<R: Row>(&self, store: &Store<'_>, index: usize) -> Result<Vec<R>> {
-        store
-            .rows::<R>(index)
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| self.error(e))
+        // Sized from the table of contents: growing by doubling would touch twice the memory,
+        // and fresh pages cost more than the decoding (PERF.md, the fleet path).
+        let blocks = store.binaries()[index].1.blocks(R::KIND);
+        // A row takes at least a byte, so a corrupt row count cannot ask for more memory than
+        // the file's size (the section lengths are checked against it).
+        let capacity: u64 = blocks.iter().map(|b| b.rows.min(b.length)).sum();
+        let mut rows = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+        for row in store.rows::<R>(index) {
+            rows.push(row.map_err(|e| self.error(e))?);
+        }
+        Ok(rows)
     }
 }
 
@@ -527,10 +534,9 @@ impl From<StoreError> for IndexError {
 
 /// Merges stores: every binary of every input, counts multiplied by the input's weight and
 /// summed (saturating at 2^64 − 1). Each input's tables are read a block at a time (one block
-/// of each input in memory), in key ranges cut at the blocks' first keys; each range's rows
-/// are summed in a hash table and sorted by one thread while another encodes and writes the
-/// previous range, so memory is bounded by the number of inputs times the block size, never
-/// by the data. The output depends only on the sum: any order or grouping of the same inputs
+/// of each input in memory) and cut into key ranges that hold every copy of their keys; the
+/// ranges are summed and sorted on every core and written in key order (`merge_table`), so
+/// memory is bounded by the number of inputs times the block size, never by the data. The output depends only on the sum: any order or grouping of the same inputs
 /// gives the same bytes.
 pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeReport> {
     merge_stores_with(inputs, output, MergeTuning::default())
