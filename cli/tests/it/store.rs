@@ -712,3 +712,61 @@ fn merged_basic_captures_equal_perf2bolt_and_merge_fdata() {
         "merged store vs merge-fdata of perf2bolt",
     );
 }
+
+/// One capture whose three processes map the same shared library at three different bases
+/// (and the program using it at one), two such captures stored as a fleet host stores them,
+/// merged and exported: perf2bolt 22 on each capture + merge-fdata 22, for the library and for
+/// the program.
+#[test]
+fn a_library_at_different_bases_in_one_capture_merges_like_perf2bolt() {
+    if !have_tool("cc") || !have_tool(PERF2BOLT_22) || !have_tool(MERGE_FDATA_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("prog.c"), PROGRAM_C).unwrap();
+    let lib = cc(d, "libprog.so", &["-shared", "-fPIC"]);
+    let app = cc(d, "app-dso", &["-fPIE", "-pie"]);
+    let captures: Vec<PathBuf> = [1u64, 2]
+        .into_iter()
+        .map(|seed| {
+            let spec = corpus::LbrCaptureSpec {
+                binaries: vec![
+                    corpus::LbrBinary {
+                        path: app.clone(),
+                        load_base: None,
+                    },
+                    corpus::LbrBinary {
+                        path: lib.clone(),
+                        load_base: Some(0x7f00_1000_0000),
+                    },
+                ],
+                ..capture_spec(&[&app], 1, 1200, false, seed)
+            };
+            let mut prepared = corpus::prepare_capture(&spec).unwrap();
+            let bases = [0x7f00_1000_0000, 0x7f55_0000_0000, 0x7fa0_2000_0000];
+            prepared.relocate_per_process(1, &bases).unwrap();
+            let capture = d.join(format!("bases{seed}.data"));
+            let mut file = std::fs::File::create(&capture).unwrap();
+            prepared.write(&mut file).unwrap();
+            capture
+        })
+        .collect();
+    // The capture does map the library at the three bases, one per process.
+    let script = profmill_ok(&[&"script", &captures[0], &"--show-mmap-events"]).stdout;
+    let script = String::from_utf8_lossy(&script);
+    for base in ["[0x7f0010001000(", "[0x7f5500001000(", "[0x7fa020001000("] {
+        let maps = script
+            .lines()
+            .filter(|l| l.contains("libprog.so") && l.contains(base));
+        assert_eq!(maps.count(), 1, "{base} in\n{script}");
+    }
+    for binary in [&lib, &app] {
+        let (ours, reference) = merged_and_merge_fdata(&captures, binary, &[], d);
+        assert_same_lines(
+            &ours,
+            &reference,
+            "merged store vs merge-fdata of perf2bolt",
+        );
+    }
+}
