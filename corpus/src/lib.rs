@@ -196,6 +196,9 @@ pub struct PreparedCapture {
     placements: Vec<Placement>,
     /// Newest entry first. User-only stacks first, then the kernel ones.
     stacks: Vec<Vec<BranchEntry>>,
+    /// Per process, per binary: what that process's mapping adds to the placement's addresses
+    /// (empty: every process maps every binary at its placement).
+    process_shifts: Vec<Vec<u64>>,
     user_stacks: usize,
     /// With `mem_loads`: the pool memory samples are drawn from.
     mem_pool: Vec<MemDraw>,
@@ -244,6 +247,7 @@ pub fn prepare_capture(spec: &LbrCaptureSpec) -> io::Result<PreparedCapture> {
         codes,
         placements,
         stacks,
+        process_shifts: Vec::new(),
         user_stacks,
         mem_pool,
     })
@@ -269,6 +273,90 @@ impl PreparedCapture {
     /// Indices of the pool stacks that contain kernel entries.
     pub fn kernel_stacks(&self) -> Range<usize> {
         self.user_stacks..self.stacks.len()
+    }
+
+    /// Maps relocatable binary `binary` (index in the spec) at a different base in each
+    /// process: process `p` (pid `FIRST_PID + p`) at `bases[p % bases.len()]` (page-aligned),
+    /// instead of its placement's base. Samples keep their stacks: each address of the binary
+    /// moves with its process's mapping. Not for captures with `mem_loads`.
+    pub fn relocate_per_process(&mut self, binary: usize, bases: &[u64]) -> io::Result<()> {
+        let bad = |m: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, m.to_string()));
+        if self.spec.mem_loads.is_some() {
+            return bad("relocate_per_process: captures with mem_loads are not supported");
+        }
+        match self.codes.get(binary) {
+            None => return bad("relocate_per_process: no such binary"),
+            Some(code) if !code.relocatable => {
+                return bad("relocate_per_process: the binary is not relocatable")
+            }
+            Some(_) => {}
+        }
+        if bases.is_empty() || bases.iter().any(|b| b % PAGE != 0) {
+            return bad("relocate_per_process: bases must be page-aligned, at least one");
+        }
+        let processes = self.spec.processes as usize;
+        if self.process_shifts.is_empty() {
+            self.process_shifts = vec![vec![0; self.placements.len()]; processes];
+        }
+        let bias = self.placements[binary].bias;
+        for (p, shifts) in self.process_shifts.iter_mut().enumerate() {
+            shifts[binary] = bases[p % bases.len()].wrapping_sub(bias);
+        }
+        for p in 0..processes {
+            check_no_overlap(&self.placements_of(p))?;
+        }
+        Ok(())
+    }
+
+    /// The placements as process `p` maps them.
+    fn placements_of(&self, p: usize) -> Vec<Placement> {
+        self.placements
+            .iter()
+            .enumerate()
+            .map(|(k, pl)| {
+                let shift = self.shift(p, k);
+                Placement {
+                    bias: pl.bias.wrapping_add(shift),
+                    filename: pl.filename.clone(),
+                    mmaps: pl
+                        .mmaps
+                        .iter()
+                        .map(|m| Mmap {
+                            addr: m.addr.wrapping_add(shift),
+                            ..m.clone()
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    fn shift(&self, p: usize, k: usize) -> u64 {
+        self.process_shifts.get(p).map_or(0, |s| s[k])
+    }
+
+    /// `stacks` as process `p` sees them: each address in a binary moved by its shift.
+    fn stacks_of(&self, p: usize) -> Vec<Vec<BranchEntry>> {
+        let moved = |a: u64| {
+            for (k, pl) in self.placements.iter().enumerate() {
+                if pl.mmaps.iter().any(|m| a >= m.addr && a - m.addr < m.len) {
+                    return a.wrapping_add(self.shift(p, k));
+                }
+            }
+            a
+        };
+        self.stacks
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|e| BranchEntry {
+                        from: moved(e.from),
+                        to: moved(e.to),
+                        ..*e
+                    })
+                    .collect()
+            })
+            .collect()
     }
 
     /// Load bias (process address minus ELF address) of each binary, in spec order.
@@ -480,7 +568,8 @@ impl PreparedCapture {
             let pid = FIRST_PID + p;
             sink.side_band(&perf_writer::comm_record(pid, &comm, time, id))?;
             time += SIDE_BAND_STEP;
-            for m in self.placements.iter().flat_map(|pl| &pl.mmaps) {
+            let placements = self.placements_of(p as usize);
+            for m in placements.iter().flat_map(|pl| &pl.mmaps) {
                 sink.side_band(&perf_writer::mmap2_record(pid, m, time, id))?;
                 time += SIDE_BAND_STEP;
             }
@@ -493,15 +582,27 @@ impl PreparedCapture {
     /// one memcpy, which keeps emission far faster than any consumer.
     fn write_samples<W: Write>(&self, sink: &mut DataSink<'_, W>) -> io::Result<u64> {
         let stride = 8 + 24 * self.spec.lbr_depth as usize;
-        let tails = serialize_stacks(&self.stacks, stride);
-        let heads: Vec<(u16, u64)> = self.stacks.iter().map(|s| sample_ip(s)).collect();
+        // One pool per process when processes map binaries at different bases.
+        let relocated: Vec<Vec<Vec<BranchEntry>>> = (0..self.process_shifts.len())
+            .map(|p| self.stacks_of(p))
+            .collect();
+        let pools: Vec<&[Vec<BranchEntry>]> = match relocated.is_empty() {
+            true => vec![&self.stacks],
+            false => relocated.iter().map(Vec::as_slice).collect(),
+        };
+        let tails: Vec<Vec<u8>> = pools.iter().map(|s| serialize_stacks(s, stride)).collect();
+        let heads: Vec<Vec<(u16, u64)>> = pools
+            .iter()
+            .map(|pool| pool.iter().map(|s| sample_ip(s)).collect())
+            .collect();
         let mut samples = 0;
         let mut schedule = self.schedule();
         while sink.data_len() < self.spec.target_bytes {
             let draw = schedule.next().expect("schedule is endless");
-            let (misc, ip) = heads[draw.stack];
+            let p = (draw.pid - FIRST_PID) as usize % pools.len();
+            let (misc, ip) = heads[p][draw.stack];
             let head = perf_writer::sample_head(misc, ip, draw.pid, draw.time, stride);
-            sink.sample(&head, &tails[draw.stack * stride..][..stride])?;
+            sink.sample(&head, &tails[p][draw.stack * stride..][..stride])?;
             samples += 1;
         }
         Ok(samples)

@@ -322,11 +322,17 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn uleb128(&mut self) -> Result<u64, ReadError> {
         // Most values of delta-encoded tables fit a byte.
-        if let Some(&byte) = self.data.first() {
-            if byte < 0x80 {
+        match *self.data {
+            [byte, ..] if byte < 0x80 => {
                 self.advance(1);
                 return Ok(u64::from(byte));
             }
+            // Deltas of sorted addresses mostly fit two bytes.
+            [low, high, ..] if high < 0x80 => {
+                self.advance(2);
+                return Ok(u64::from(low & 0x7f) | u64::from(high) << 7);
+            }
+            _ => {}
         }
         let mut value = 0u64;
         let mut shift = 0u32;

@@ -367,10 +367,17 @@ impl StoreFile {
     }
 
     fn rows_of<R: Row>(&self, store: &Store<'_>, index: usize) -> Result<Vec<R>> {
-        store
-            .rows::<R>(index)
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| self.error(e))
+        // Sized from the table of contents: growing by doubling would touch twice the memory,
+        // and fresh pages cost more than the decoding (PERF.md, the fleet path).
+        let blocks = store.binaries()[index].1.blocks(R::KIND);
+        // A row takes at least a byte, so a corrupt row count cannot ask for more memory than
+        // the file's size (the section lengths are checked against it).
+        let capacity: u64 = blocks.iter().map(|b| b.rows.min(b.length)).sum();
+        let mut rows = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+        for row in store.rows::<R>(index) {
+            rows.push(row.map_err(|e| self.error(e))?);
+        }
+        Ok(rows)
     }
 }
 
@@ -548,10 +555,9 @@ impl From<StoreError> for IndexError {
 
 /// Merges stores: every binary of every input, counts multiplied by the input's weight and
 /// summed (saturating at 2^64 − 1). Each input's tables are read a block at a time (one block
-/// of each input in memory), in key ranges cut at the blocks' first keys; each range's rows
-/// are summed in a hash table and sorted by one thread while another encodes and writes the
-/// previous range, so memory is bounded by the number of inputs times the block size, never
-/// by the data. The output depends only on the sum: any order or grouping of the same inputs
+/// of each input in memory) and cut into key ranges that hold every copy of their keys; the
+/// ranges are summed and sorted on every core and written in key order (`merge_table`), so
+/// memory is bounded by the number of inputs times the block size, never by the data. The output depends only on the sum: any order or grouping of the same inputs
 /// gives the same bytes.
 pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeReport> {
     merge_stores_with(inputs, output, MergeTuning::default())
@@ -565,13 +571,16 @@ struct MergeTuning {
     rows_ahead: usize,
     /// Inputs whose files stay open; the others are reopened for every block.
     open_files: usize,
+    /// Threads summing key ranges.
+    workers: usize,
 }
 
 impl Default for MergeTuning {
     fn default() -> Self {
         MergeTuning {
-            rows_ahead: 128,
+            rows_ahead: 64,
             open_files: usize::MAX,
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         }
     }
 }
@@ -624,7 +633,7 @@ fn merge_stores_with(
         w.meta(&meta)?;
         for (m, parts) in &binaries {
             let b = w.binary(m)?;
-            let t = tuning.rows_ahead;
+            let t = tuning;
             let r = merge_table::<_, TraceRow>(&mut w, b, &files, parts, t)
                 .and_then(|s| Ok(s | merge_table::<_, BranchRow>(&mut w, b, &files, parts, t)?))
                 .and_then(|s| Ok(s | merge_table::<_, IpRow>(&mut w, b, &files, parts, t)?))
@@ -705,6 +714,17 @@ impl<'a, R: Row> Cursor<'a, R> {
     #[inline]
     fn pending(&self) -> &[R] {
         &self.ahead[self.taken..]
+    }
+
+    /// Asks the CPU for the bytes that the next decoding of `rows` rows will read.
+    #[inline]
+    fn prefetch_undecoded(&self, rows: usize) {
+        if let Some(block) = &self.block {
+            let from = block.position().min(self.bytes.len());
+            // Rows take a few bytes each; 8 is generous.
+            let to = (from + 8 * rows).min(self.bytes.len());
+            prefetch(&self.bytes[from..to]);
+        }
     }
 
     /// Decodes rows until `rows` are pending or the table ends; records a saturation of the
@@ -800,6 +820,12 @@ impl<R: Row> Sums<R> {
         }
     }
 
+    /// Forgets every row, keeping the memory.
+    fn clear(&mut self) {
+        self.table.clear();
+        self.rows.clear();
+    }
+
     /// Adds `row`; returns false if a count saturated.
     #[inline]
     fn add(&mut self, row: R) -> bool {
@@ -821,15 +847,19 @@ impl<R: Row> Sums<R> {
     }
 }
 
-/// Merges one table of one binary from its `parts`; returns whether a count saturated. One
-/// thread reads the inputs' blocks and sums each key range's rows; this one sorts each range
-/// and writes it.
+/// Merges one table of one binary from its `parts`; returns whether a count saturated.
+///
+/// A pipeline: one thread decodes the inputs and cuts their rows into key ranges (every copy
+/// of a key in one range), `tuning.workers` threads sum and sort ranges independently, and
+/// this thread writes the sorted ranges in key order. At most `in_flight` ranges exist at a
+/// time (their buffers circulate as tickets), so memory stays bounded by the inputs' lookahead,
+/// whatever the data.
 fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
     w: &mut StoreWriter<W>,
     binary: u32,
     files: &[MergeInput],
     parts: &[(usize, usize)],
-    ahead: usize,
+    tuning: MergeTuning,
 ) -> std::result::Result<bool, TableError> {
     let has_rows = parts
         .iter()
@@ -837,42 +867,132 @@ fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
     if !has_rows {
         return Ok(false);
     }
-    let (send, receive) = std::sync::mpsc::sync_channel::<Vec<R>>(2);
-    // Written ranges' buffers go back to be filled again.
-    let (recycle, recycled) = std::sync::mpsc::sync_channel::<Vec<R>>(4);
+    let workers = tuning.workers.max(1);
+    let in_flight = 2 * workers + 2;
+    let (jobs, job_queue) = crossbeam_channel::bounded::<(usize, Vec<R>)>(workers);
+    let (results, result_queue) = crossbeam_channel::bounded::<(usize, Vec<R>, bool)>(in_flight);
+    // A range's buffer is its ticket: the cutter takes one per range, the writer gives it
+    // back once the range is written.
+    let (tickets, ticket_queue) = crossbeam_channel::bounded::<Vec<R>>(in_flight);
+    for _ in 0..in_flight {
+        let _ = tickets.send(Vec::new());
+    }
     std::thread::scope(|scope| {
-        let summing = scope.spawn(move || sum_ranges(files, parts, ahead, send, recycled));
-        let written = (|| -> std::result::Result<(), TableError> {
-            let mut table = w.table::<R>(binary)?;
-            for mut rows in receive.iter() {
-                rows.sort_unstable_by_key(|r| r.packed_key());
-                rows.iter().try_for_each(|r| table.push(r))?;
-                rows.clear();
-                let _ = recycle.try_send(rows);
-            }
-            Ok(table.finish()?)
-        })();
-        // The summing thread stops at its next range when the writing has failed (the channel
-        // is closed).
-        let summed = summing
+        let ahead = tuning.rows_ahead;
+        let cutting = scope.spawn(move || cut_ranges(files, parts, ahead, jobs, ticket_queue));
+        let summing: Vec<_> = (0..workers)
+            .map(|_| {
+                let (queue, results) = (job_queue.clone(), results.clone());
+                scope.spawn(move || sum_ranges(queue, results))
+            })
+            .collect();
+        drop((job_queue, results));
+        let written = write_ranges(w, binary, result_queue, tickets);
+        let mut saturated = false;
+        for s in summing {
+            saturated |= s.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+        let cut = cutting
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        let saturated = summed?;
+        // An input's error explains a failed write (the cutter stopped early), not the reverse.
+        saturated |= cut?;
         written?;
         Ok(saturated)
     })
 }
 
+/// Writes the summed ranges that arrive (numbered, in any order) in their order, handing each
+/// buffer back as a ticket.
+fn write_ranges<W: std::io::Write, R: Row>(
+    w: &mut StoreWriter<W>,
+    binary: u32,
+    results: crossbeam_channel::Receiver<(usize, Vec<R>, bool)>,
+    tickets: crossbeam_channel::Sender<Vec<R>>,
+) -> std::io::Result<()> {
+    let mut table = w.table::<R>(binary)?;
+    let mut waiting = std::collections::BTreeMap::new();
+    let mut next = 0;
+    for (seq, rows, _) in results.iter() {
+        waiting.insert(seq, rows);
+        while let Some(mut rows) = waiting.remove(&next) {
+            rows.iter().try_for_each(|r| table.push(r))?;
+            rows.clear();
+            let _ = tickets.send(rows);
+            next += 1;
+        }
+    }
+    table.finish()
+}
+
+/// Sums and sorts the ranges of `queue` until it closes; returns whether a count saturated.
+fn sum_ranges<R: Row>(
+    queue: crossbeam_channel::Receiver<(usize, Vec<R>)>,
+    results: crossbeam_channel::Sender<(usize, Vec<R>, bool)>,
+) -> bool {
+    let mut sums = Sums::new();
+    let mut saturated = false;
+    for (seq, mut rows) in queue.iter() {
+        let mut range_saturated = false;
+        for &row in &rows {
+            range_saturated |= !sums.add(row);
+        }
+        rows.clear();
+        rows.extend_from_slice(&sums.rows);
+        sums.clear();
+        rows.sort_unstable_by_key(|r| r.packed_key());
+        saturated |= range_saturated;
+        if results.send((seq, rows, range_saturated)).is_err() {
+            break;
+        }
+    }
+    saturated
+}
+
+/// Asks the CPU to bring `items` into its cache (a hint: no effect on the results).
+#[inline(always)]
+fn prefetch<T>(items: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let start = items.as_ptr().cast::<i8>();
+        for offset in (0..std::mem::size_of_val(items)).step_by(64) {
+            // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever the
+            // address; SSE, which it needs, is part of the x86-64 baseline. The pointer stays
+            // inside `items` anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    start.wrapping_add(offset),
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = items;
+}
+
+/// Appends the leading rows of `rows` whose keys are at most `end` to `range`; returns how
+/// many.
+#[inline]
+fn take_through<R: Row>(rows: &[R], end: [u64; 3], range: &mut Vec<R>) -> usize {
+    let n = rows
+        .iter()
+        .position(|r| r.packed_key() > end)
+        .unwrap_or(rows.len());
+    range.extend_from_slice(&rows[..n]);
+    n
+}
+
 /// Reads every part's rows, `ahead` at a time, in key ranges: each range ends at the smallest
 /// of the inputs' last decoded keys, so every copy of a key in the range is decoded, and a range
-/// holds at most `ahead` rows of each input. Sums each range and sends its rows (unsorted) to
-/// `send`; returns whether a count saturated.
-fn sum_ranges<R: Row>(
+/// holds at most `ahead` rows of each input. Sends each range's rows (numbered from 0) to
+/// `jobs`, in a buffer taken from `tickets`; returns whether a count saturated (scaled by a
+/// weight).
+fn cut_ranges<R: Row>(
     files: &[MergeInput],
     parts: &[(usize, usize)],
     ahead: usize,
-    send: std::sync::mpsc::SyncSender<Vec<R>>,
-    recycled: std::sync::mpsc::Receiver<Vec<R>>,
+    jobs: crossbeam_channel::Sender<(usize, Vec<R>)>,
+    tickets: crossbeam_channel::Receiver<Vec<R>>,
 ) -> std::result::Result<bool, TableError> {
     let ahead = ahead.max(2);
     let mut cursors: Vec<Cursor<'_, R>> = parts
@@ -880,12 +1000,18 @@ fn sum_ranges<R: Row>(
         .map(|&(i, b)| Cursor::new(&files[i], i, b))
         .collect();
     let mut saturated = false;
-    let mut sums = Sums::new();
+    let mut seq = 0;
+    let mut spare = None;
     while !cursors.is_empty() {
         // The range's end: the smallest last decoded key of the inputs not fully decoded.
         let mut end = [u64::MAX; 3];
         let mut bounded = false;
-        for c in &mut cursors {
+        for i in 0..cursors.len() {
+            // A thousand inputs' buffers do not fit the cache: ask for the next ones early.
+            if let Some(next) = cursors.get(i + 2) {
+                next.prefetch_undecoded(ahead);
+            }
+            let c = &mut cursors[i];
             if c.pending().len() < ahead {
                 c.top_up(ahead, &mut saturated)?;
             }
@@ -896,26 +1022,36 @@ fn sum_ranges<R: Row>(
                 }
             }
         }
-        for c in &mut cursors {
+        // No ticket: the writer has stopped (it failed); so do we.
+        let Some(mut range) = spare.take().or_else(|| tickets.recv().ok()) else {
+            break;
+        };
+        for i in 0..cursors.len() {
+            if let Some(next) = cursors.get(i + 2) {
+                prefetch(next.pending());
+            }
+            let c = &mut cursors[i];
+            // A scan, not a binary search: the rows are copied anyway, and reading them in
+            // order lets the prefetcher hide the cache misses of a thousand cursors' buffers.
             let pending = c.pending();
             let n = match bounded {
-                true => pending.partition_point(|r| r.packed_key() <= end),
-                false => pending.len(),
+                true => take_through(pending, end, &mut range),
+                false => {
+                    range.extend_from_slice(pending);
+                    pending.len()
+                }
             };
-            for &row in &pending[..n] {
-                saturated |= !sums.add(row);
-            }
             c.taken += n;
         }
         cursors.retain(|c| !(c.done && c.pending().is_empty()));
-        let next = recycled
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(sums.rows.len()));
-        let rows = std::mem::replace(&mut sums.rows, next);
-        sums.table.clear();
-        if !rows.is_empty() && send.send(rows).is_err() {
+        if range.is_empty() {
+            spare = Some(range);
+            continue;
+        }
+        if jobs.send((seq, range)).is_err() {
             break;
         }
+        seq += 1;
     }
     Ok(saturated)
 }
@@ -1167,10 +1303,12 @@ mod tests {
             MergeTuning {
                 rows_ahead: 1,
                 open_files: 0,
+                workers: 3,
             },
             MergeTuning {
                 rows_ahead: 3,
                 open_files: 1,
+                workers: 1,
             },
             MergeTuning::default(),
         ]

@@ -25,7 +25,7 @@ pub use read::{
     parse_binary_meta, parse_header, parse_meta, parse_toc, parse_trailer, BinaryLayout,
     BlockCursor, BlockRows, Layout, Section, Store, StoreIndex, TableRows,
 };
-pub use rows::{BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow};
+pub use rows::{BlockUleb, BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow, Uleb};
 pub use write::{StoreWriter, TableWriter};
 
 use std::fmt;
@@ -257,6 +257,13 @@ pub fn check_fuzz_input(data: &[u8]) {
             && store.rows::<MemRow>(b).all(|r| r.is_ok())
             && store.rows::<ReturnRow>(b).all(|r| r.is_ok())
     });
+    for b in 0..store.binaries().len() {
+        bulk_decoding_equals_row_by_row::<TraceRow>(&store, data, b);
+        bulk_decoding_equals_row_by_row::<BranchRow>(&store, data, b);
+        bulk_decoding_equals_row_by_row::<IpRow>(&store, data, b);
+        bulk_decoding_equals_row_by_row::<MemRow>(&store, data, b);
+        bulk_decoding_equals_row_by_row::<ReturnRow>(&store, data, b);
+    }
     if !readable {
         return;
     }
@@ -266,6 +273,30 @@ pub fn check_fuzz_input(data: &[u8]) {
         .expect("a store that reads whole writes back");
     let again = Store::parse(&bytes).expect("a rewritten store parses");
     assert_eq!(again.rewrite().expect("a rewritten store reads"), bytes);
+}
+
+/// The bulk decoder that `merge` uses ([`BlockCursor::next_rows`], a few rows at a time) reads
+/// every block of binary `b` of `store` (whose bytes are `data`) as the row-by-row decoder
+/// does: the same rows, and the same error where that has one.
+fn bulk_decoding_equals_row_by_row<R: Row>(store: &Store<'_>, data: &[u8], b: usize) {
+    for s in store.binaries()[b].1.blocks(R::KIND) {
+        let Some(bytes) = usize::try_from(s.offset)
+            .ok()
+            .and_then(|at| data.get(at..))
+            .and_then(|d| d.get(..usize::try_from(s.length).ok()?))
+        else {
+            continue;
+        };
+        let one_by_one: Result<Vec<R>, StoreError> =
+            BlockRows::new(bytes, s).and_then(|rows| rows.collect());
+        let bulk = || -> Result<Vec<R>, StoreError> {
+            let mut cursor = BlockCursor::new(bytes, s)?;
+            let mut rows = Vec::new();
+            while cursor.next_rows(bytes, &mut rows, 7)? {}
+            Ok(rows)
+        };
+        assert_eq!(bulk(), one_by_one, "block at {}", s.offset);
+    }
 }
 
 /// `data` with every section checksum and the table of contents' checksum recomputed where the

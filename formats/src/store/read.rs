@@ -8,6 +8,7 @@ use zerocopy::FromBytes;
 use crate::bytes::{Endian, ReadError, Reader};
 
 use super::raw::{FileHeader, TocEntry, Trailer};
+use super::rows::BlockUleb;
 use super::{
     checksum, BinaryMeta, Row, SectionKind, StoreError, StoreErrorKind, StoreMeta, END_MAGIC,
     MAGIC, NO_BINARY, VERSION,
@@ -338,6 +339,11 @@ impl<R: Row> BlockCursor<R> {
         &self.section
     }
 
+    /// The index in the block's bytes of the next row.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     /// The file offset of the next row.
     pub fn offset(&self) -> u64 {
         self.section.offset + self.pos as u64
@@ -375,6 +381,22 @@ impl<R: Row> BlockCursor<R> {
         Ok(Some(row))
     }
 
+    /// The error of the row at byte `at` of the block, which the fast decoder could not read:
+    /// decoded again by a [`Reader`], which says why.
+    #[cold]
+    fn row_error(&self, bytes: &[u8], at: usize, prev: Option<R>) -> StoreError {
+        let offset = self.section.offset + at as u64;
+        let rest = bytes.get(at..).unwrap_or_default();
+        let mut reader = Reader::at(rest, Endian::Little, offset);
+        match R::decode(&prev.unwrap_or_default(), &mut reader) {
+            Err(e) if e.kind == crate::bytes::ReadErrorKind::UnexpectedEof => {
+                self.section.error(e.offset, StoreErrorKind::RowCount)
+            }
+            Err(e) => self.section.read_error(e),
+            Ok(_) => self.section.error(offset, StoreErrorKind::RowCount),
+        }
+    }
+
     /// Appends up to `max` of the next rows of the block whose bytes are `bytes` (the same on
     /// every call) to `out`; returns whether rows are left (having checked, when none are,
     /// that the block ends there).
@@ -385,33 +407,27 @@ impl<R: Row> BlockCursor<R> {
         out: &mut Vec<R>,
         max: usize,
     ) -> Result<bool, StoreError> {
-        let rest = bytes.get(self.pos..).unwrap_or_default();
-        let start = self.offset();
-        let mut reader = Reader::at(rest, Endian::Little, start);
-        let n = self.left.min(max as u64);
+        let n = self.left.min(max as u64) as usize;
+        out.reserve(n);
+        let mut u = BlockUleb::new(bytes, self.pos);
         let mut prev = self.prev;
         for _ in 0..n {
-            let at = reader.offset();
-            let row =
-                R::decode(&prev.unwrap_or_default(), &mut reader).map_err(|e| match e.kind {
-                    crate::bytes::ReadErrorKind::UnexpectedEof => {
-                        self.section.error(e.offset, StoreErrorKind::RowCount)
-                    }
-                    _ => self.section.read_error(e),
-                })?;
+            let at = u.pos;
+            let Some(row) = R::decode_from(&prev.unwrap_or_default(), &mut u) else {
+                return Err(self.row_error(bytes, at, prev));
+            };
             if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
-                return Err(self.section.error(at, StoreErrorKind::Unsorted));
+                let offset = self.section.offset + at as u64;
+                return Err(self.section.error(offset, StoreErrorKind::Unsorted));
             }
             prev = Some(row);
             out.push(row);
         }
-        self.pos += (reader.offset() - start) as usize;
+        self.pos = u.pos;
         self.prev = prev;
-        self.left -= n;
-        if self.left == 0 && !reader.is_empty() {
-            return Err(self
-                .section
-                .error(reader.offset(), StoreErrorKind::RowCount));
+        self.left -= n as u64;
+        if self.left == 0 && self.pos != bytes.len() {
+            return Err(self.section.error(self.offset(), StoreErrorKind::RowCount));
         }
         Ok(self.left > 0)
     }

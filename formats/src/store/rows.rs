@@ -3,7 +3,7 @@
 //! all-zero row, so every block decodes alone). All arithmetic wraps, so every `u64` value
 //! round-trips, markers such as `u64::MAX` included.
 
-use crate::bytes::{write_uleb128, ReadError, Reader};
+use crate::bytes::{write_uleb128, ReadError, ReadErrorKind, Reader};
 
 use super::SectionKind;
 
@@ -20,8 +20,18 @@ pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq {
     fn packed_key(&self) -> [u64; 3];
     /// Appends this row's encoding after `prev`.
     fn encode(&self, prev: &Self, out: &mut Vec<u8>);
+    /// Reads the row that follows `prev` from `u`; `None` where `u` fails.
+    fn decode_from<U: Uleb>(prev: &Self, u: &mut U) -> Option<Self>;
     /// Reads the row that follows `prev`.
-    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError>;
+    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+        let mut u = ReaderUleb {
+            r: &mut *r,
+            error: None,
+        };
+        let row = Self::decode_from(prev, &mut u);
+        let error = u.error;
+        row.ok_or_else(|| error.unwrap_or_else(|| r.error(ReadErrorKind::UnexpectedEof)))
+    }
     /// The row's counts (unused ones are 0).
     fn counts(&self) -> [u64; 2];
     /// Replaces the row's counts.
@@ -41,6 +51,85 @@ pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq {
         let products = self.counts().map(|c| c.checked_mul(weight));
         self.set_counts(products.map(|p| p.unwrap_or(u64::MAX)));
         products.iter().all(Option::is_some)
+    }
+}
+
+/// A source of unsigned LEB128 values for the row decoders.
+pub trait Uleb {
+    /// The next value, or `None` (end of data, or a value past 64 bits).
+    fn uleb(&mut self) -> Option<u64>;
+}
+
+/// A [`Reader`] as a [`Uleb`] source, keeping its error.
+struct ReaderUleb<'r, 'a> {
+    r: &'r mut Reader<'a>,
+    error: Option<ReadError>,
+}
+
+impl Uleb for ReaderUleb<'_, '_> {
+    #[inline(always)]
+    fn uleb(&mut self) -> Option<u64> {
+        self.r.uleb128().map_err(|e| self.error = Some(e)).ok()
+    }
+}
+
+/// The fast source for decoding a block's rows in bulk: a position in the block's bytes and
+/// no error details (a caller that gets `None` decodes again with a [`Reader`] for them).
+/// Values are read exactly as [`Reader::uleb128`] reads them (longer ones by it).
+pub struct BlockUleb<'a> {
+    bytes: &'a [u8],
+    /// The next byte's index.
+    pub pos: usize,
+}
+
+impl<'a> BlockUleb<'a> {
+    /// Reads `bytes` from index `pos`.
+    pub fn new(bytes: &'a [u8], pos: usize) -> Self {
+        BlockUleb { bytes, pos }
+    }
+
+    /// A value of three to nine bytes, with nine bytes at hand; else [`BlockUleb::long`].
+    #[inline]
+    fn medium(&mut self) -> Option<u64> {
+        let Some(bytes) = self.bytes.get(self.pos..self.pos + 9) else {
+            return self.long();
+        };
+        let mut value = 0;
+        for (i, &byte) in bytes.iter().enumerate() {
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte < 0x80 {
+                self.pos += i + 1;
+                return Some(value);
+            }
+        }
+        self.long()
+    }
+
+    #[cold]
+    fn long(&mut self) -> Option<u64> {
+        let rest = self.bytes.get(self.pos..)?;
+        let mut r = Reader::new(rest, crate::bytes::Endian::Little);
+        let v = r.uleb128().ok()?;
+        self.pos += rest.len() - r.len();
+        Some(v)
+    }
+}
+
+impl Uleb for BlockUleb<'_> {
+    #[inline(always)]
+    fn uleb(&mut self) -> Option<u64> {
+        // Most values of delta-encoded rows fit one or two bytes.
+        match self.bytes.get(self.pos..self.pos + 2) {
+            Some(&[b0, _]) if b0 < 0x80 => {
+                self.pos += 1;
+                Some(u64::from(b0))
+            }
+            Some(&[b0, b1]) if b1 < 0x80 => {
+                self.pos += 2;
+                Some(u64::from(b0 & 0x7f) | u64::from(b1) << 7)
+            }
+            _ => self.medium(),
+        }
     }
 }
 
@@ -70,14 +159,14 @@ fn encode_pair(out: &mut Vec<u8>, (a, b): (u64, u64), (prev_a, prev_b): (u64, u6
 
 /// Reads what [`encode_pair`] wrote.
 #[inline(always)]
-fn decode_pair(r: &mut Reader<'_>, (prev_a, prev_b): (u64, u64)) -> Result<(u64, u64), ReadError> {
-    let a = prev_a.wrapping_add(r.uleb128()?);
+fn decode_pair<U: Uleb>(r: &mut U, (prev_a, prev_b): (u64, u64)) -> Option<(u64, u64)> {
+    let a = prev_a.wrapping_add(r.uleb()?);
     let b = if a == prev_a {
-        prev_b.wrapping_add(r.uleb128()?)
+        prev_b.wrapping_add(r.uleb()?)
     } else {
-        a.wrapping_add(unzigzag(r.uleb128()?))
+        a.wrapping_add(unzigzag(r.uleb()?))
     };
-    Ok((a, b))
+    Some((a, b))
 }
 
 /// The taken and mispredicted counts.
@@ -89,8 +178,8 @@ fn encode_counts(out: &mut Vec<u8>, [count, mispreds]: [u64; 2]) {
 
 /// Reads what [`encode_counts`] wrote.
 #[inline(always)]
-fn decode_counts(r: &mut Reader<'_>) -> Result<[u64; 2], ReadError> {
-    Ok([r.uleb128()?, r.uleb128()?])
+fn decode_counts<U: Uleb>(r: &mut U) -> Option<[u64; 2]> {
+    Some([r.uleb()?, r.uleb()?])
 }
 
 /// An LBR trace: the branch `branch → from`, then the fall-through `from → to`, in the
@@ -111,9 +200,11 @@ pub struct TraceRow {
 
 impl Row for TraceRow {
     const KIND: SectionKind = SectionKind::Traces;
+    #[inline]
     fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.branch, self.from, self.to).cmp(&(o.branch, o.from, o.to))
     }
+    #[inline]
     fn leading_key(&self) -> [u64; 2] {
         [self.branch, self.from]
     }
@@ -121,16 +212,17 @@ impl Row for TraceRow {
     fn packed_key(&self) -> [u64; 3] {
         [self.branch, self.from, self.to]
     }
+    #[inline]
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         encode_pair(out, (self.branch, self.from), (prev.branch, prev.from));
         write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
         encode_counts(out, self.counts());
     }
-    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+    fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
         let (branch, from) = decode_pair(r, (prev.branch, prev.from))?;
-        let to = from.wrapping_add(unzigzag(r.uleb128()?));
+        let to = from.wrapping_add(unzigzag(r.uleb()?));
         let [count, mispreds] = decode_counts(r)?;
-        Ok(TraceRow {
+        Some(TraceRow {
             branch,
             from,
             to,
@@ -138,9 +230,11 @@ impl Row for TraceRow {
             mispreds,
         })
     }
+    #[inline]
     fn counts(&self) -> [u64; 2] {
         [self.count, self.mispreds]
     }
+    #[inline]
     fn set_counts(&mut self, [count, mispreds]: [u64; 2]) {
         (self.count, self.mispreds) = (count, mispreds);
     }
@@ -161,9 +255,11 @@ pub struct BranchRow {
 
 impl Row for BranchRow {
     const KIND: SectionKind = SectionKind::Branches;
+    #[inline]
     fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.from, self.to).cmp(&(o.from, o.to))
     }
+    #[inline]
     fn leading_key(&self) -> [u64; 2] {
         [self.from, self.to]
     }
@@ -171,23 +267,26 @@ impl Row for BranchRow {
     fn packed_key(&self) -> [u64; 3] {
         [self.from, self.to, 0]
     }
+    #[inline]
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         encode_pair(out, (self.from, self.to), (prev.from, prev.to));
         encode_counts(out, self.counts());
     }
-    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
+    fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
         let (from, to) = decode_pair(r, (prev.from, prev.to))?;
         let [count, mispreds] = decode_counts(r)?;
-        Ok(BranchRow {
+        Some(BranchRow {
             from,
             to,
             count,
             mispreds,
         })
     }
+    #[inline]
     fn counts(&self) -> [u64; 2] {
         [self.count, self.mispreds]
     }
+    #[inline]
     fn set_counts(&mut self, [count, mispreds]: [u64; 2]) {
         (self.count, self.mispreds) = (count, mispreds);
     }
@@ -205,9 +304,11 @@ pub struct IpRow {
 
 impl Row for IpRow {
     const KIND: SectionKind = SectionKind::Ips;
+    #[inline]
     fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.ip.cmp(&o.ip)
     }
+    #[inline]
     fn leading_key(&self) -> [u64; 2] {
         [self.ip, 0]
     }
@@ -215,19 +316,22 @@ impl Row for IpRow {
     fn packed_key(&self) -> [u64; 3] {
         [self.ip, 0, 0]
     }
+    #[inline]
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         write_uleb128(out, self.ip.wrapping_sub(prev.ip));
         write_uleb128(out, self.count);
     }
-    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        Ok(IpRow {
-            ip: prev.ip.wrapping_add(r.uleb128()?),
-            count: r.uleb128()?,
+    fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
+        Some(IpRow {
+            ip: prev.ip.wrapping_add(r.uleb()?),
+            count: r.uleb()?,
         })
     }
+    #[inline]
     fn counts(&self) -> [u64; 2] {
         [self.count, 0]
     }
+    #[inline]
     fn set_counts(&mut self, [count, _]: [u64; 2]) {
         self.count = count;
     }
@@ -250,9 +354,11 @@ pub struct MemRow {
 
 impl Row for MemRow {
     const KIND: SectionKind = SectionKind::Mem;
+    #[inline]
     fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.pc, self.addr, self.in_binary).cmp(&(o.pc, o.addr, o.in_binary))
     }
+    #[inline]
     fn leading_key(&self) -> [u64; 2] {
         [self.pc, self.addr]
     }
@@ -260,6 +366,7 @@ impl Row for MemRow {
     fn packed_key(&self) -> [u64; 3] {
         [self.pc, self.addr, u64::from(self.in_binary)]
     }
+    #[inline]
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         write_uleb128(out, self.pc.wrapping_sub(prev.pc));
         let base = if self.pc == prev.pc { prev.addr } else { 0 };
@@ -267,19 +374,21 @@ impl Row for MemRow {
         write_uleb128(out, u64::from(self.in_binary));
         write_uleb128(out, self.count);
     }
-    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        let pc = prev.pc.wrapping_add(r.uleb128()?);
+    fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
+        let pc = prev.pc.wrapping_add(r.uleb()?);
         let base = if pc == prev.pc { prev.addr } else { 0 };
-        Ok(MemRow {
+        Some(MemRow {
             pc,
-            addr: base.wrapping_add(r.uleb128()?),
-            in_binary: r.uleb128()? != 0,
-            count: r.uleb128()?,
+            addr: base.wrapping_add(r.uleb()?),
+            in_binary: r.uleb()? != 0,
+            count: r.uleb()?,
         })
     }
+    #[inline]
     fn counts(&self) -> [u64; 2] {
         [self.count, 0]
     }
+    #[inline]
     fn set_counts(&mut self, [count, _]: [u64; 2]) {
         self.count = count;
     }
@@ -294,9 +403,11 @@ pub struct ReturnRow {
 
 impl Row for ReturnRow {
     const KIND: SectionKind = SectionKind::Returns;
+    #[inline]
     fn key_cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.addr.cmp(&o.addr)
     }
+    #[inline]
     fn leading_key(&self) -> [u64; 2] {
         [self.addr, 0]
     }
@@ -304,17 +415,20 @@ impl Row for ReturnRow {
     fn packed_key(&self) -> [u64; 3] {
         [self.addr, 0, 0]
     }
+    #[inline]
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         write_uleb128(out, self.addr.wrapping_sub(prev.addr));
     }
-    fn decode(prev: &Self, r: &mut Reader<'_>) -> Result<Self, ReadError> {
-        Ok(ReturnRow {
-            addr: prev.addr.wrapping_add(r.uleb128()?),
+    fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
+        Some(ReturnRow {
+            addr: prev.addr.wrapping_add(r.uleb()?),
         })
     }
+    #[inline]
     fn counts(&self) -> [u64; 2] {
         [0, 0]
     }
+    #[inline]
     fn set_counts(&mut self, _: [u64; 2]) {}
 }
 
@@ -397,6 +511,57 @@ mod tests {
             mispreds: 1,
         }]);
         round_trip(&[ReturnRow { addr: 4 }, ReturnRow { addr: m }]);
+    }
+
+    use proptest::prelude::*;
+
+    /// Bytes that are mostly LEB128 values of every length, with stray bytes between them.
+    fn leb_soup() -> impl Strategy<Value = Vec<u8>> {
+        let value = prop_oneof![
+            any::<u64>().prop_map(|v| v >> (v % 64)),
+            any::<u64>(),
+            Just(u64::MAX),
+        ];
+        proptest::collection::vec((value, any::<u8>(), 0u8..4), 0..40).prop_map(|parts| {
+            let mut out = Vec::new();
+            for (v, stray, kind) in parts {
+                match kind {
+                    0 => out.push(stray),
+                    _ => write_uleb128(&mut out, v),
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        /// The bulk decoder's LEB128 reader reads what the checked [`Reader`] reads, value
+        /// for value and byte for byte, and fails where it fails.
+        #[test]
+        fn the_fast_uleb_reader_equals_the_checked_one(bytes in leb_soup()) {
+            let mut fast = BlockUleb::new(&bytes, 0);
+            let mut checked = Reader::new(&bytes, Endian::Little);
+            loop {
+                let expected = checked.uleb128().ok();
+                prop_assert_eq!(fast.uleb(), expected);
+                let Some(_) = expected else { break };
+                prop_assert_eq!(fast.pos, bytes.len() - checked.len());
+            }
+        }
+
+        /// Rows decoded by the fast reader equal rows decoded by the checked one.
+        #[test]
+        fn fast_and_checked_row_decoding_agree(bytes in leb_soup()) {
+            let mut fast = BlockUleb::new(&bytes, 0);
+            let mut checked = Reader::new(&bytes, Endian::Little);
+            let mut prev = TraceRow::default();
+            loop {
+                let expected = TraceRow::decode(&prev, &mut checked).ok();
+                prop_assert_eq!(TraceRow::decode_from(&prev, &mut fast), expected);
+                let Some(row) = expected else { break };
+                prev = row;
+            }
+        }
     }
 
     #[test]
