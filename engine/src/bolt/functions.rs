@@ -63,6 +63,8 @@ pub struct Functions {
     /// (address, bytes) of each allocated section with file data: code to disassemble and
     /// read-only data holding jump tables.
     sections: Vec<Section>,
+    /// BOLT's number of each function (`getFunctionNumber`, its order of creation).
+    numbers: Vec<u32>,
 }
 
 struct Section {
@@ -117,6 +119,7 @@ impl Functions {
             .collect();
         let mut functions = symbol_functions(&file, &code);
         let plt = plt_functions(&file, &code, &functions);
+        let plt_order: Vec<u64> = plt.iter().map(|f| f.address).collect();
         functions.extend(plt);
         functions.sort_by_key(|f| f.address);
         functions.dedup_by_key(|f| f.address);
@@ -151,11 +154,19 @@ impl Functions {
             })
             .collect();
         let ranges = functions.iter().map(|f| (f.address, f.max_end)).collect();
+        let numbers = creation_numbers(&functions, &plt_order);
         Ok(Functions {
             functions,
             ranges,
             sections,
+            numbers,
         })
+    }
+
+    /// BOLT's number of the function at `index` (`BinaryFunction::getFunctionNumber`, which YAML
+    /// profiles call `fid`).
+    pub fn number(&self, index: usize) -> u32 {
+        self.numbers[index]
     }
 
     /// The functions in address order.
@@ -214,6 +225,29 @@ impl Functions {
         let bytes = self.data_at(f.address).unwrap_or(&[]);
         &bytes[..bytes.len().min(f.size as usize)]
     }
+}
+
+/// BOLT numbers functions as it creates them, from 1: those of symbols (and FDEs) in address
+/// order, then the PLT entries, each PLT section's entries before its header's pseudo function
+/// (`plt_order`, as [`plt_functions`] lists them).
+fn creation_numbers(functions: &[Function], plt_order: &[u64]) -> Vec<u32> {
+    let mut numbers = vec![0u32; functions.len()];
+    let mut next = 1u32;
+    for (i, f) in functions.iter().enumerate() {
+        if !f.is_plt {
+            numbers[i] = next;
+            next += 1;
+        }
+    }
+    for &address in plt_order {
+        if let Ok(i) = functions.binary_search_by_key(&address, |f| f.address) {
+            if functions[i].is_plt && numbers[i] == 0 {
+                numbers[i] = next;
+                next += 1;
+            }
+        }
+    }
+    numbers
 }
 
 /// Functions from the symbol table, named as BOLT names them.

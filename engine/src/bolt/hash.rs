@@ -133,8 +133,20 @@ struct BlockStrings {
     mnemonics: BTreeSet<&'static str>,
 }
 
-/// Hashes of `f` given its CFG; `None` if an instruction is not in the table.
+/// Hashes of `f` given its CFG; an error if an instruction is not in the table.
 pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes, String> {
+    hashes_in_order(ctx, f, cfg, v, None)
+}
+
+/// [`hashes`], with the function hash taken over the blocks in `order` (BOLT's
+/// `computeHash(UseDFS)` with the blocks in depth-first order) instead of layout order.
+pub fn hashes_in_order(
+    ctx: &Context,
+    f: &Function,
+    cfg: &Cfg,
+    v: Llvm,
+    order: Option<&[usize]>,
+) -> Result<Hashes, String> {
     let code = ctx.functions.function_code(f);
     let code = &code[..(f.size as usize).min(code.len())];
     let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
@@ -188,8 +200,11 @@ pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes,
         }
     }
     let mut all = Vec::new();
-    for b in &blocks {
-        all.extend_from_slice(&b.names);
+    match order {
+        Some(order) => order
+            .iter()
+            .for_each(|&b| all.extend_from_slice(&blocks[b].names)),
+        None => blocks.iter().for_each(|b| all.extend_from_slice(&b.names)),
     }
     let opcode_hashes: Vec<u64> = blocks
         .iter()
