@@ -31,6 +31,7 @@ use rayon::prelude::*;
 use formats::bolt::yaml;
 
 use super::cfg::{self, Body, Cfg};
+use super::eh::CallSite;
 use super::functions::{Function, Functions};
 use super::hash;
 use super::memory::DataObjects;
@@ -321,10 +322,38 @@ fn bodies(functions: &Functions, indices: &[u32]) -> (HashMap<u32, Body>, BTreeS
     (bodies, tables)
 }
 
-/// `BinaryFunction::dfs`: from the entry, successors pushed in order, but the two of a
-/// conditional branch pushed so that the taken one comes first unless the condition is
-/// BOLT's canonical one.
-fn dfs_order(counted: &Counted) -> Vec<usize> {
+/// `BinaryBasicBlock::landing_pads` of each block: the pads of its calls, in instruction
+/// order, each once.
+fn block_landing_pads(counted: &Counted, f: &Function, sites: &[CallSite]) -> Vec<Vec<usize>> {
+    let cfg = counted.cfg;
+    (0..cfg.blocks.len())
+        .map(|b| {
+            let mut pads: Vec<usize> = Vec::new();
+            for insn in counted.block_insns(b) {
+                if !matches!(insn.kind, Kind::Call(_) | Kind::Indirect) {
+                    continue;
+                }
+                let address = f.address + insn.offset;
+                let Some(site) = sites.iter().find(|s| s.start <= address && address < s.end)
+                else {
+                    continue;
+                };
+                let pad = site.pad.wrapping_sub(f.address);
+                if let Ok(p) = cfg.blocks.binary_search_by_key(&pad, |b| b.offset) {
+                    if !pads.contains(&p) {
+                        pads.push(p);
+                    }
+                }
+            }
+            pads
+        })
+        .collect()
+}
+
+/// `BinaryFunction::dfs`: from the entry, a block's landing pads pushed first, then its
+/// successors in order, but the two of a conditional branch pushed so that the taken one comes
+/// first unless the condition is BOLT's canonical one.
+fn dfs_order(counted: &Counted, pads: &[Vec<usize>]) -> Vec<usize> {
     let cfg = counted.cfg;
     let mut order = Vec::with_capacity(cfg.blocks.len());
     let mut seen = vec![false; cfg.blocks.len()];
@@ -334,6 +363,7 @@ fn dfs_order(counted: &Counted) -> Vec<usize> {
             continue;
         }
         order.push(b);
+        stack.extend(pads[b].iter().copied());
         let succ = &cfg.blocks[b].successors;
         let cond = counted
             .block_insns(b)
@@ -410,6 +440,9 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
     let (bodies, jump_tables) = bodies(functions, &profiled);
     let objects = DataObjects::from_elf(data, functions);
     let relocations = hash::relocations(data);
+    let call_sites = object::File::parse(data)
+        .map(|file| super::eh::call_sites(&file))
+        .unwrap_or_default();
     let ctx = hash::Context {
         functions,
         objects: &objects,
@@ -432,7 +465,17 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
                 ..yaml::Function::default()
             };
             if let Some(Body::Cfg(cfg)) = bodies.get(&i) {
-                convert(&ctx, f, cfg, l, &numbers, options.use_dfs, &mut record);
+                let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
+                convert(
+                    &ctx,
+                    f,
+                    cfg,
+                    l,
+                    &numbers,
+                    options.use_dfs,
+                    sites,
+                    &mut record,
+                );
             }
             record
         })
@@ -453,6 +496,7 @@ fn convert(
     l: &Lines,
     numbers: &[u32],
     use_dfs: bool,
+    sites: &[CallSite],
     record: &mut yaml::Function,
 ) {
     let functions = ctx.functions;
@@ -504,7 +548,7 @@ fn convert(
         }
     }
     let order: Vec<usize> = if use_dfs {
-        dfs_order(&c)
+        dfs_order(&c, &block_landing_pads(&c, f, sites))
     } else {
         (0..cfg.blocks.len()).collect()
     };
