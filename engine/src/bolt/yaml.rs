@@ -198,7 +198,24 @@ fn instructions(functions: &Functions, f: &Function) -> Vec<Insn> {
     out
 }
 
-impl Counted<'_> {
+impl<'c> Counted<'c> {
+    /// `f`'s CFG with no counts yet.
+    fn new(functions: &Functions, f: &Function, cfg: &'c Cfg) -> Counted<'c> {
+        Counted {
+            cfg,
+            insns: instructions(functions, f),
+            edges: cfg
+                .blocks
+                .iter()
+                .map(|b| vec![(0, 0); b.successors.len()])
+                .collect(),
+            exec: vec![0; cfg.blocks.len()],
+            function_exec: 0,
+            call_counts: HashMap::new(),
+            indirect: HashMap::new(),
+        }
+    }
+
     fn insn_at(&self, offset: u64) -> Option<&Insn> {
         self.insns
             .binary_search_by_key(&offset, |i| i.offset)
@@ -412,29 +429,21 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
         dfs_order: options.use_dfs,
         xxh3: true,
     };
+    // A basic profile's functions: those sampled, with no counts (LLVM 22 gives their
+    // blocks no counts in aggregation mode).
+    let basic = fdata.basic_events.is_some();
     if let Some(events) = &fdata.basic_events {
-        header.flags = vec!["sample"];
         header.events = events.join(",");
-        let mut sampled: Vec<u32> = fdata.samples.keys().map(|&(f, _)| f).collect();
-        sampled.sort_unstable();
-        sampled.dedup();
-        let functions_out = sampled
-            .into_iter()
-            .map(|i| {
-                let f = functions.get(i as usize);
-                yaml::Function {
-                    name: super::printed_name(f, fdata.bolted).to_string(),
-                    fid: numbers[i as usize],
-                    ..yaml::Function::default()
-                }
-            })
-            .collect();
-        return yaml::Profile {
-            header,
-            functions: functions_out,
-        };
     }
-    let lines = file_lines(fdata);
+    let lines = if basic {
+        fdata
+            .samples
+            .keys()
+            .map(|&(f, _)| (f, Lines::default()))
+            .collect()
+    } else {
+        file_lines(fdata)
+    };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
     let (bodies, jump_tables) = bodies(functions, &profiled);
@@ -464,7 +473,17 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
                     .fold(0u64, |a, e| a.wrapping_add(e.1.count)),
                 ..yaml::Function::default()
             };
-            if let Some(Body::Cfg(cfg)) = bodies.get(&i) {
+            if let Some(Body::Cfg(cfg)) = bodies.get(&i).filter(|_| basic) {
+                record.nblocks = cfg.blocks.len() as u32;
+                record.hash = hash::hashes(&ctx, f, cfg, Llvm::V22).map_or(0, |h| h.function);
+                if options.use_dfs {
+                    let c = Counted::new(functions, f, cfg);
+                    let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
+                    let order = dfs_order(&c, &block_landing_pads(&c, f, sites));
+                    record.hash = hash::hashes_in_order(&ctx, f, cfg, Llvm::V22, Some(&order))
+                        .map_or(0, |h| h.function);
+                }
+            } else if let Some(Body::Cfg(cfg)) = bodies.get(&i) {
                 let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
                 convert(
                     &ctx,
@@ -480,8 +499,13 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
             record
         })
         .collect();
-    let lbr = records.iter().any(|r| r.nblocks != 0);
-    header.flags = if lbr { vec!["lbr"] } else { vec![] };
+    // The flags of the functions with a profile and blocks (none: `[  ]`).
+    let any = records.iter().any(|r| r.nblocks != 0);
+    header.flags = match (any, basic) {
+        (false, _) => vec![],
+        (true, true) => vec!["sample"],
+        (true, false) => vec!["lbr"],
+    };
     yaml::Profile {
         header,
         functions: records,
@@ -500,19 +524,7 @@ fn convert(
     record: &mut yaml::Function,
 ) {
     let functions = ctx.functions;
-    let mut c = Counted {
-        cfg,
-        insns: instructions(functions, f),
-        edges: cfg
-            .blocks
-            .iter()
-            .map(|b| vec![(0, 0); b.successors.len()])
-            .collect(),
-        exec: vec![0; cfg.blocks.len()],
-        function_exec: 0,
-        call_counts: HashMap::new(),
-        indirect: HashMap::new(),
-    };
+    let mut c = Counted::new(functions, f, cfg);
     for &(to, b) in &l.entries {
         if to > f.size {
             continue;
