@@ -286,3 +286,58 @@ fn propeller_sample_yaml_equals_perf2bolt_22() {
     assert_same_yaml(&binary, &capture, &[], dir.path(), "layout");
     assert_same_yaml(&binary, &capture, &["--profile-use-dfs"], dir.path(), "dfs");
 }
+
+#[test]
+fn aggregate_and_export_write_perf2bolts_yaml() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(GCC) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, GCC, PROGRAM_CXX, "cpp", &["-lstdc++"], "agg_prog");
+    let capture = d.join("agg.data");
+    generate_capture(&capture, &[&binary], 2, 200, false, 5);
+    let (_, theirs) = both(&binary, &capture, &[], d, "reference");
+    let aggregated = d.join("aggregated.yaml");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "yaml", "-o"])
+            .arg(&aggregated),
+    );
+    let ours = std::fs::read(&aggregated).unwrap();
+    assert!(
+        ours == theirs,
+        "aggregate: {}",
+        first_difference(&ours, &theirs)
+    );
+    let store = d.join("agg.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let exported = d.join("exported.yaml");
+    run_ok(
+        profmill()
+            .arg("export")
+            .arg(&store)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "yaml", "-o"])
+            .arg(&exported),
+    );
+    let ours = std::fs::read(&exported).unwrap();
+    assert!(
+        ours == theirs,
+        "export: {}",
+        first_difference(&ours, &theirs)
+    );
+}
