@@ -612,6 +612,7 @@ fn convert(
                                 yaml::Call {
                                     offset,
                                     fid: g.map_or(0, |g| numbers[g]),
+                                    disc: 0,
                                     count,
                                     mispreds,
                                 },
@@ -633,6 +634,7 @@ fn convert(
                         out.calls.push(yaml::Call {
                             offset,
                             fid: fid_at(target),
+                            disc: 0,
                             count,
                             mispreds,
                         });
