@@ -341,3 +341,157 @@ fn aggregate_and_export_write_perf2bolts_yaml() {
         first_difference(&ours, &theirs)
     );
 }
+
+/// perf2bolt 22's YAML of `binary` on a capture generated with `seed`.
+fn llvm_yaml(binary: &Path, dir: &Path, seed: u64, extra: &[&str]) -> PathBuf {
+    let capture = dir.join(format!("m{seed}.data"));
+    generate_capture(&capture, &[binary], 1, 40 + seed as u32, false, seed);
+    let out = dir.join(format!("m{seed}{}.yaml", extra.join("")));
+    run_ok(
+        Command::new(PERF2BOLT_22)
+            .arg(binary)
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&out)
+            .arg("--profile-format=yaml")
+            .args(extra),
+    );
+    out
+}
+
+fn merge_fdata(tool: Option<&str>, inputs: &[&Path], out: &Path) -> std::process::Output {
+    let mut cmd = match tool {
+        Some(t) => Command::new(t),
+        None => {
+            let mut c = profmill();
+            c.arg("merge-fdata");
+            c
+        }
+    };
+    cmd.args(inputs).arg("-o").arg(out).output().unwrap()
+}
+
+#[test]
+fn merge_fdata_of_yaml_equals_llvm_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(MERGE_FDATA_22) || !have_tool(CLANGXX_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cxx = build(d, CLANGXX_19, PROGRAM_CXX, "cpp", &[], "merge_cxx");
+    let c = build(d, GCC, PROGRAM_C, "c", &[], "merge_c");
+    let a = llvm_yaml(&cxx, d, 21, &[]);
+    let b = llvm_yaml(&cxx, d, 22, &[]);
+    let e = llvm_yaml(&cxx, d, 23, &[]);
+    let other = llvm_yaml(&c, d, 24, &[]);
+    let cases: Vec<Vec<&Path>> = vec![
+        vec![&a, &b, &e],
+        vec![&e, &a],
+        vec![&a],
+        // Two binaries: the same names with other fids, which merge-fdata refuses.
+        vec![&a, &other, &b],
+    ];
+    for inputs in cases {
+        let theirs = d.join("theirs.yaml");
+        let ours = d.join("ours.yaml");
+        let t = merge_fdata(Some(MERGE_FDATA_22), &inputs, &theirs);
+        let o = merge_fdata(None, &inputs, &ours);
+        assert_eq!(t.status.success(), o.status.success(), "{inputs:?}: {o:?}");
+        if !t.status.success() {
+            let said = String::from_utf8_lossy(&o.stderr);
+            assert!(said.contains("ID mismatch"), "{said}");
+            continue;
+        }
+        let (t, o) = (
+            std::fs::read(&theirs).unwrap(),
+            std::fs::read(&ours).unwrap(),
+        );
+        assert!(t == o, "{inputs:?}: {}", first_difference(&o, &t));
+    }
+    // Mixing YAML with fdata fails either way round, as in merge-fdata.
+    let fdata = d.join("one.fdata");
+    std::fs::write(&fdata, "1 main 0 1 main 10 0 5\n").unwrap();
+    for inputs in [vec![a.as_path(), &fdata], vec![&fdata, &a]] {
+        let t = merge_fdata(Some(MERGE_FDATA_22), &inputs, &d.join("t.out"));
+        let o = merge_fdata(None, &inputs, &d.join("o.out"));
+        assert!(!t.status.success(), "{inputs:?}");
+        assert!(!o.status.success(), "{inputs:?}");
+        let message = String::from_utf8_lossy(&o.stderr);
+        assert!(message.contains(&*inputs[1].to_string_lossy()), "{message}");
+        assert!(!d.join("o.out").exists());
+    }
+}
+
+/// The bytes of `.text` of an ELF file.
+fn text_section(path: &Path) -> Vec<u8> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.section_by_name(".text")
+        .unwrap()
+        .data()
+        .unwrap()
+        .to_vec()
+}
+
+#[test]
+fn llvm_bolt_optimizes_alike_with_our_yaml_and_reads_back_its_own() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(LLVM_BOLT_22) || !have_tool(MERGE_FDATA_22) {
+        return;
+    }
+    if !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(
+        d,
+        CLANG_19,
+        PROGRAM_C,
+        "c",
+        &["-Wl,--emit-relocs"],
+        "bolt_c",
+    );
+    let capture = d.join("bolt.data");
+    generate_capture(&capture, &[&binary], 2, 200, false, 9);
+    let (_, _) = both(&binary, &capture, &[], d, "bolt");
+    let name = binary.file_name().unwrap().to_string_lossy().into_owned();
+    let ours = d.join(format!("{name}.bolt.ours.yaml"));
+    let theirs = d.join(format!("{name}.bolt.llvm.yaml"));
+    let bolt = |profile: &Path, out: &Path, saved: &Path| {
+        run_ok(
+            Command::new(LLVM_BOLT_22)
+                .arg(&binary)
+                .arg("-o")
+                .arg(out)
+                .arg("--data")
+                .arg(profile)
+                .args(["--reorder-blocks=ext-tsp", "--reorder-functions=cdsort"])
+                .arg("-w")
+                .arg(saved),
+        );
+    };
+    let (ours_out, theirs_out) = (d.join("bolted.ours"), d.join("bolted.llvm"));
+    let (ours_w, theirs_w) = (d.join("w.ours.yaml"), d.join("w.llvm.yaml"));
+    bolt(&ours, &ours_out, &ours_w);
+    bolt(&theirs, &theirs_out, &theirs_w);
+    assert_eq!(text_section(&ours_out), text_section(&theirs_out));
+    // What llvm-bolt -w writes, our reader reads: merge-fdata of it equals LLVM's.
+    let t = merge_fdata(Some(MERGE_FDATA_22), &[&ours_w, &ours], &d.join("t.yaml"));
+    let o = merge_fdata(None, &[&ours_w, &ours], &d.join("o.yaml"));
+    assert_eq!(t.status.success(), o.status.success(), "{o:?} / {t:?}");
+    if t.status.success() {
+        assert_eq!(
+            std::fs::read(d.join("t.yaml")).unwrap(),
+            std::fs::read(d.join("o.yaml")).unwrap()
+        );
+    }
+    let t = merge_fdata(Some(MERGE_FDATA_22), &[&ours_w], &d.join("t1.yaml"));
+    let o = merge_fdata(None, &[&ours_w], &d.join("o1.yaml"));
+    assert!(t.status.success() && o.status.success(), "{o:?}");
+    assert_eq!(
+        std::fs::read(d.join("t1.yaml")).unwrap(),
+        std::fs::read(d.join("o1.yaml")).unwrap()
+    );
+}

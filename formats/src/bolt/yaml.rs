@@ -163,8 +163,53 @@ fn key(out: &mut String, indent: usize, first_in_item: bool, k: &str) {
     out.push_str(&" ".repeat(16usize.saturating_sub(k.len()).max(1)));
 }
 
-/// The profile as LLVM's YAML writer prints it.
+/// The column of the end of `o` (LLVM's `Output::Column`).
+fn column(o: &str) -> usize {
+    o.len() - o.rfind('\n').map_or(0, |i| i + 1)
+}
+
+/// A flow sequence of flow mappings and a newline, wrapped as `yaml::Output` wraps flow
+/// elements and keys once the column passes `wrap_column` (0: never): a new line indented
+/// to the sequence's (or mapping's) start plus two.
+fn flow_mappings_out(o: &mut String, items: &[Vec<(&str, String)>], wrap_column: usize) {
+    let wrap = |o: &mut String, start: usize| {
+        if wrap_column != 0 && column(o) > wrap_column {
+            o.push('\n');
+            o.push_str(&" ".repeat(start + 2));
+        }
+    };
+    let seq_start = column(o);
+    o.push_str("[ ");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            o.push_str(", ");
+        }
+        wrap(o, seq_start);
+        let map_start = column(o);
+        o.push_str("{ ");
+        for (j, (k, v)) in item.iter().enumerate() {
+            if j > 0 {
+                o.push_str(", ");
+            }
+            wrap(o, map_start);
+            o.push_str(k);
+            o.push_str(": ");
+            o.push_str(v);
+        }
+        o.push_str(" }");
+    }
+    o.push_str(" ]\n");
+}
+
+/// The profile as LLVM's YAML writer prints it with no line wrapping (`yaml::Output(OS,
+/// nullptr, 0)`, as perf2bolt and llvm-bolt write it).
 pub fn write(p: &Profile) -> String {
+    write_wrapped(p, 0)
+}
+
+/// The profile as `yaml::Output` prints it with flow sequences wrapped past `wrap_column`
+/// (merge-fdata uses the default, 70).
+pub fn write_wrapped(p: &Profile, wrap_column: usize) -> String {
     let mut o = String::new();
     let h = &p.header;
     o.push_str("---\nheader:\n  profile-version: 1\n");
@@ -234,37 +279,40 @@ pub fn write(p: &Profile) -> String {
             }
             if !b.calls.is_empty() {
                 key(&mut o, 8, false, "calls");
-                let items: Vec<String> = b
+                let items: Vec<Vec<(&str, String)>> = b
                     .calls
                     .iter()
                     .map(|c| {
-                        let mut s = format!("{{ off: 0x{:X}, fid: {}", c.offset, c.fid);
+                        let mut m = vec![
+                            ("off", format!("0x{:X}", c.offset)),
+                            ("fid", c.fid.to_string()),
+                        ];
                         if c.disc != 0 {
-                            write!(s, ", disc: {}", c.disc).unwrap();
+                            m.push(("disc", c.disc.to_string()));
                         }
-                        write!(s, ", cnt: {}", c.count).unwrap();
+                        m.push(("cnt", c.count.to_string()));
                         if c.mispreds != 0 {
-                            write!(s, ", mis: {}", c.mispreds).unwrap();
+                            m.push(("mis", c.mispreds.to_string()));
                         }
-                        s + " }"
+                        m
                     })
                     .collect();
-                writeln!(o, "[ {} ]", items.join(", ")).unwrap();
+                flow_mappings_out(&mut o, &items, wrap_column);
             }
             if !b.succ.is_empty() {
                 key(&mut o, 8, false, "succ");
-                let items: Vec<String> = b
+                let items: Vec<Vec<(&str, String)>> = b
                     .succ
                     .iter()
                     .map(|s| {
-                        let mut t = format!("{{ bid: {}, cnt: {}", s.bid, s.count);
+                        let mut m = vec![("bid", s.bid.to_string()), ("cnt", s.count.to_string())];
                         if s.mispreds != 0 {
-                            write!(t, ", mis: {}", s.mispreds).unwrap();
+                            m.push(("mis", s.mispreds.to_string()));
                         }
-                        t + " }"
+                        m
                     })
                     .collect();
-                writeln!(o, "[ {} ]", items.join(", ")).unwrap();
+                flow_mappings_out(&mut o, &items, wrap_column);
             }
         }
     }
