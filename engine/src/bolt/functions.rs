@@ -154,7 +154,7 @@ impl Functions {
             })
             .collect();
         let ranges = functions.iter().map(|f| (f.address, f.max_end)).collect();
-        let numbers = creation_numbers(&functions, &plt_order);
+        let numbers = creation_numbers(&functions, &plt_order, &untyped_code_symbols(&file, &code));
         Ok(Functions {
             functions,
             ranges,
@@ -227,18 +227,45 @@ impl Functions {
     }
 }
 
+/// Addresses of the untyped (`STT_NOTYPE`) symbols in executable sections, such as the entry
+/// points of assembly files without `.type`: BOLT makes functions of them too (cargo's blake3
+/// assembly has eleven), which take function numbers; they are not modelled as functions here
+/// otherwise (no profile seen so far lands in one).
+fn untyped_code_symbols(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> Vec<u64> {
+    let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
+    let mut out: Vec<u64> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Unknown && !s.is_undefined())
+        .filter(|s| s.address() != 0 && in_code(s.address()))
+        .filter(|s| s.name().is_ok_and(|n| !n.is_empty() && !n.starts_with('$')))
+        .map(|s| s.address())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// BOLT numbers functions as it creates them, from 1: those of symbols (and FDEs) in address
-/// order, then the PLT entries, each PLT section's entries before its header's pseudo function
-/// (`plt_order`, as [`plt_functions`] lists them).
-fn creation_numbers(functions: &[Function], plt_order: &[u64]) -> Vec<u32> {
+/// order, untyped code symbols among them (`untyped`, see [`untyped_code_symbols`]), then the
+/// PLT entries, each PLT section's entries before its header's pseudo function (`plt_order`, as
+/// [`plt_functions`] lists them).
+fn creation_numbers(functions: &[Function], plt_order: &[u64], untyped: &[u64]) -> Vec<u32> {
     let mut numbers = vec![0u32; functions.len()];
     let mut next = 1u32;
+    let mut extra = untyped
+        .iter()
+        .filter(|&&a| functions.binary_search_by_key(&a, |f| f.address).is_err())
+        .peekable();
     for (i, f) in functions.iter().enumerate() {
         if !f.is_plt {
+            while extra.next_if(|&&a| a < f.address).is_some() {
+                next += 1;
+            }
             numbers[i] = next;
             next += 1;
         }
     }
+    next += extra.count() as u32;
     for &address in plt_order {
         if let Ok(i) = functions.binary_search_by_key(&address, |f| f.address) {
             if functions[i].is_plt && numbers[i] == 0 {
