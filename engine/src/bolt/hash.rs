@@ -286,6 +286,10 @@ fn classify<'t>(
                 mnemonic = "jmp";
             }
         }
+        // A jump through a GOT slot (`jmp *free@GOTPCREL(%rip)`): BOLT leaves it an unknown
+        // indirect branch and keeps its opcode (seen on cargo: `JMP64m`, `jmpq*`).
+        FlowControl::IndirectBranch
+            if cfg.blocks[block].successors.is_empty() && ins.is_ip_rel_memory_operand() => {}
         FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
             // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
             // asm string is `jmp{l}\t{*}$dst`).
