@@ -227,7 +227,7 @@ impl Functions {
     }
 }
 
-/// Addresses of the untyped (`STT_NOTYPE`) symbols in executable sections, such as the entry
+/// Addresses of the global untyped (`STT_NOTYPE`) symbols in executable sections, such as the entry
 /// points of assembly files without `.type`: BOLT makes functions of them too (cargo's blake3
 /// assembly has eleven), which take function numbers; they are not modelled as functions here
 /// otherwise (no profile seen so far lands in one).
@@ -235,7 +235,7 @@ fn untyped_code_symbols(file: &object::File, code: &[(u64, u64, String, Vec<u8>)
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
     let mut out: Vec<u64> = file
         .symbols()
-        .filter(|s| s.kind() == SymbolKind::Unknown && !s.is_undefined())
+        .filter(|s| s.kind() == SymbolKind::Unknown && !s.is_undefined() && s.is_global())
         .filter(|s| s.address() != 0 && in_code(s.address()))
         .filter(|s| s.name().is_ok_and(|n| !n.is_empty() && !n.starts_with('$')))
         .map(|s| s.address())

@@ -40,6 +40,31 @@ pub struct Context<'a> {
     /// The static relocations of code sections (binaries linked with `--emit-relocs`, which
     /// llvm-bolt rewrites in relocation mode), by the address of the field they patch.
     pub relocations: &'a BTreeMap<u64, Relocation>,
+    /// Slots (GOT entries) that dynamic relocations fill with an undefined symbol's address
+    /// ([`external_slots`]).
+    pub external_slots: &'a BTreeSet<u64>,
+}
+
+/// The slots that the dynamic relocations of the ELF file `data` fill with the address of an
+/// undefined (external) symbol: `free`'s GOT entry, not those of the binary's own functions.
+pub fn external_slots(data: &[u8]) -> BTreeSet<u64> {
+    use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
+    let Ok(file) = object::File::parse(data) else {
+        return BTreeSet::new();
+    };
+    let Some(relocations) = file.dynamic_relocations() else {
+        return BTreeSet::new();
+    };
+    relocations
+        .filter(|(_, r)| match r.target() {
+            RelocationTarget::Symbol(i) => file
+                .dynamic_symbol_table()
+                .and_then(|t| t.symbol_by_index(i).ok())
+                .is_some_and(|s| s.is_undefined()),
+            _ => false,
+        })
+        .map(|(slot, _)| slot)
+        .collect()
 }
 
 /// A static relocation, as far as the hashes need it.
@@ -176,7 +201,7 @@ pub fn hashes_in_order(
             out.full.extend_from_slice(b"LOCK_PREFIX");
             out.mnemonics.insert("lock");
         }
-        let h = classify(f, cfg, b, &ins, v)?;
+        let h = classify(ctx.external_slots, f, cfg, b, &ins, v)?;
         if h.skipped {
             continue;
         }
@@ -258,6 +283,7 @@ fn predecessors(cfg: &Cfg) -> Vec<Vec<usize>> {
 }
 
 fn classify<'t>(
+    external_slots: &BTreeSet<u64>,
     f: &Function,
     cfg: &Cfg,
     block: usize,
@@ -286,10 +312,13 @@ fn classify<'t>(
                 mnemonic = "jmp";
             }
         }
-        // A jump through a GOT slot (`jmp *free@GOTPCREL(%rip)`): BOLT leaves it an unknown
-        // indirect branch and keeps its opcode (seen on cargo: `JMP64m`, `jmpq*`).
+        // A jump through the GOT slot of an external function (`jmp *free@GOTPCREL(%rip)`):
+        // BOLT leaves it an unknown indirect branch and keeps its opcode (seen on cargo:
+        // `JMP64m`, `jmpq*`).
         FlowControl::IndirectBranch
-            if cfg.blocks[block].successors.is_empty() && ins.is_ip_rel_memory_operand() => {}
+            if cfg.blocks[block].successors.is_empty()
+                && ins.is_ip_rel_memory_operand()
+                && external_slots.contains(&ins.ip_rel_memory_address()) => {}
         FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
             // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
             // asm string is `jmp{l}\t{*}$dst`).
@@ -406,11 +435,13 @@ pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes
         .collect();
     let objects = DataObjects::from_elf(data, functions);
     let relocations = relocations(data);
+    let external_slots = external_slots(data);
     let ctx = Context {
         functions,
         objects: &objects,
         jump_tables: &jump_tables,
         relocations: &relocations,
+        external_slots: &external_slots,
     };
     phase_one
         .into_par_iter()
