@@ -42,12 +42,13 @@ __attribute__((noinline)) long work(int n) {
   }
   return s;
 }
+__attribute__((noinline)) void release(char *p) { free(p); }
 int main(int argc, char **argv) {
   char *p = malloc(32);
   snprintf(p, 32, "%d", argc);
   long r = work(argc * 200000 + atoi(p));
   printf("%ld\n", r);
-  free(p);
+  release(p);
   return 0;
 }
 "#;
@@ -105,7 +106,8 @@ fn build(
     out
 }
 
-/// The test programs: C with clang-19 and gcc, PIE and non-PIE; C++ with both compilers.
+/// The test programs: C with clang-19 and gcc, PIE and non-PIE, and without PLT; C++ with both
+/// compilers.
 fn programs(d: &Path) -> Vec<PathBuf> {
     let nopie: &[&str] = &["-fno-pie", "-no-pie"];
     let pie: &[&str] = &["-fpie", "-pie"];
@@ -114,6 +116,8 @@ fn programs(d: &Path) -> Vec<PathBuf> {
         build(d, CLANG_19, PROGRAM_C, "c", pie, "c_clang_pie"),
         build(d, GCC, PROGRAM_C, "c", nopie, "c_gcc_nopie"),
         build(d, GCC, PROGRAM_C, "c", pie, "c_gcc_pie"),
+        // `release` tail-calls `free` through its GOT slot (`jmp *free@GOTPCREL(%rip)`).
+        build(d, GCC, PROGRAM_C, "c", &["-fno-plt"], "c_gcc_noplt"),
         build(d, CLANGXX_19, PROGRAM_CXX, "cpp", &[], "cxx_clang"),
         build(d, GXX, PROGRAM_CXX, "cpp", &[], "cxx_gcc"),
     ]
@@ -244,7 +248,7 @@ fn basic_cpu_clock_yaml_equals_perf2bolt_22() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let all = programs(d);
-    for binary in [&all[0], &all[3], &all[5]] {
+    for binary in [&all[0], &all[3], &all[6]] {
         let capture = d.join(format!(
             "{}.cpu.data",
             binary.file_name().unwrap().to_string_lossy()

@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::cfg::Cfg;
@@ -40,31 +40,6 @@ pub struct Context<'a> {
     /// The static relocations of code sections (binaries linked with `--emit-relocs`, which
     /// llvm-bolt rewrites in relocation mode), by the address of the field they patch.
     pub relocations: &'a BTreeMap<u64, Relocation>,
-    /// Slots (GOT entries) that dynamic relocations fill with an undefined symbol's address
-    /// ([`external_slots`]).
-    pub external_slots: &'a BTreeSet<u64>,
-}
-
-/// The slots that the dynamic relocations of the ELF file `data` fill with the address of an
-/// undefined (external) symbol: `free`'s GOT entry, not those of the binary's own functions.
-pub fn external_slots(data: &[u8]) -> BTreeSet<u64> {
-    use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
-    let Ok(file) = object::File::parse(data) else {
-        return BTreeSet::new();
-    };
-    let Some(relocations) = file.dynamic_relocations() else {
-        return BTreeSet::new();
-    };
-    relocations
-        .filter(|(_, r)| match r.target() {
-            RelocationTarget::Symbol(i) => file
-                .dynamic_symbol_table()
-                .and_then(|t| t.symbol_by_index(i).ok())
-                .is_some_and(|s| s.is_undefined()),
-            _ => false,
-        })
-        .map(|(slot, _)| slot)
-        .collect()
 }
 
 /// A static relocation, as far as the hashes need it.
@@ -184,6 +159,7 @@ pub fn hashes_in_order(
             mnemonics: BTreeSet::new(),
         })
         .collect();
+    let mut epilogues = vec![false; cfg.blocks.len()];
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
@@ -201,7 +177,10 @@ pub fn hashes_in_order(
             out.full.extend_from_slice(b"LOCK_PREFIX");
             out.mnemonics.insert("lock");
         }
-        let h = classify(ctx.external_slots, f, cfg, b, &ins, v)?;
+        if matches!(ins.mnemonic(), Mnemonic::Pop | Mnemonic::Leave) {
+            epilogues[b] = true;
+        }
+        let h = classify(epilogues[b], f, cfg, b, &ins, v)?;
         if h.skipped {
             continue;
         }
@@ -282,8 +261,10 @@ fn predecessors(cfg: &Cfg) -> Vec<Vec<usize>> {
     preds
 }
 
+/// `epilogue`: whether the block holds a `pop` or `leave` before `ins` (BOLT then takes an
+/// unknown indirect jump for a tail call).
 fn classify<'t>(
-    external_slots: &BTreeSet<u64>,
+    epilogue: bool,
     f: &Function,
     cfg: &Cfg,
     block: usize,
@@ -312,13 +293,11 @@ fn classify<'t>(
                 mnemonic = "jmp";
             }
         }
-        // A jump through the GOT slot of an external function (`jmp *free@GOTPCREL(%rip)`):
-        // BOLT leaves it an unknown indirect branch and keeps its opcode (seen on cargo:
-        // `JMP64m`, `jmpq*`).
+        // An unknown indirect jump in a block without an epilogue, in a function of more than
+        // one block: BOLT marks the function non-simple and leaves the jump as it is (seen on
+        // cargo: `mov 8(%rdi),%rdi; jmp *free@GOTPCREL(%rip)`, `JMP64m`, `jmpq*`).
         FlowControl::IndirectBranch
-            if cfg.blocks[block].successors.is_empty()
-                && ins.is_ip_rel_memory_operand()
-                && external_slots.contains(&ins.ip_rel_memory_address()) => {}
+            if cfg.blocks[block].successors.is_empty() && cfg.blocks.len() > 1 && !epilogue => {}
         FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
             // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
             // asm string is `jmp{l}\t{*}$dst`).
@@ -435,13 +414,11 @@ pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes
         .collect();
     let objects = DataObjects::from_elf(data, functions);
     let relocations = relocations(data);
-    let external_slots = external_slots(data);
     let ctx = Context {
         functions,
         objects: &objects,
         jump_tables: &jump_tables,
         relocations: &relocations,
-        external_slots: &external_slots,
     };
     phase_one
         .into_par_iter()
