@@ -190,10 +190,8 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     let binary = binary?;
     // A store says itself whether it holds IP samples only.
     let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
-    if o.yaml || o.save_profile.is_some() {
-        if binary.bat().is_some() {
-            return Err("YAML profiles of a BOLTed binary (BAT) are not supported yet".into());
-        }
+    if (o.yaml || o.save_profile.is_some()) && binary.bat().is_some() {
+        return Err("YAML profiles of a BOLTed binary (BAT) are not supported yet".into());
     }
     if o.yaml {
         engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, &o.output)?;

@@ -490,8 +490,7 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
                     f,
                     cfg,
                     l,
-                    &numbers,
-                    options.use_dfs,
+                    (&numbers, options.use_dfs),
                     sites,
                     &mut record,
                 );
@@ -518,8 +517,7 @@ fn convert(
     f: &Function,
     cfg: &Cfg,
     l: &Lines,
-    numbers: &[u32],
-    use_dfs: bool,
+    (numbers, use_dfs): (&[u32], bool),
     sites: &[CallSite],
     record: &mut yaml::Function,
 ) {

@@ -524,10 +524,8 @@ fn number32(v: &str) -> Result<u32, String> {
 
 fn header_key(h: &mut Header, k: &str, v: &str) -> Result<(), String> {
     match k {
-        "profile-version" => {
-            if number(v)? != 1 {
-                return Err(format!("profile version {v}; only version 1 is known"));
-            }
+        "profile-version" if number(v)? != 1 => {
+            return Err(format!("profile version {v}; only version 1 is known"));
         }
         "binary-name" => h.binary_name = unquote(v)?,
         "binary-build-id" => h.build_id = Some(unquote(v)?),
