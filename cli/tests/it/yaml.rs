@@ -499,3 +499,45 @@ fn llvm_bolt_optimizes_alike_with_our_yaml_and_reads_back_its_own() {
         std::fs::read(d.join("o1.yaml")).unwrap()
     );
 }
+
+/// llvm-bolt's stale-profile report lines (`--infer-stale-profile`).
+fn stale_matching(binary: &Path, profile: &Path, out: &Path) -> Vec<String> {
+    let output = run_ok(
+        Command::new(LLVM_BOLT_22)
+            .arg(binary)
+            .arg("-o")
+            .arg(out)
+            .arg("--data")
+            .arg(profile)
+            .args(["--infer-stale-profile", "--reorder-blocks=ext-tsp"]),
+    );
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    text.lines()
+        .filter(|l| l.contains("stale") || l.contains("inferred profile"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn stale_profile_inference_matches_as_many_blocks_with_our_yaml() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(LLVM_BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let old = build(d, CLANG_19, PROGRAM_C, "c", &[], "stale_old");
+    let changed = PROGRAM_C.replace("s -= i;", "s -= i + 1;");
+    let new = build(d, CLANG_19, &changed, "c", &[], "stale_new");
+    let capture = d.join("stale.data");
+    generate_capture(&capture, &[&old], 2, 200, false, 9);
+    let (_, _) = both(&old, &capture, &[], d, "stale");
+    let ours = stale_matching(&new, &d.join("stale_old.stale.ours.yaml"), &d.join("n1"));
+    let theirs = stale_matching(&new, &d.join("stale_old.stale.llvm.yaml"), &d.join("n2"));
+    assert!(
+        ours.iter().any(|l| l.contains("exact match")),
+        "no stale matching happened: {ours:?}"
+    );
+    assert_eq!(ours, theirs);
+    assert_eq!(text_section(&d.join("n1")), text_section(&d.join("n2")));
+}
