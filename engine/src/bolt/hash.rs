@@ -40,31 +40,6 @@ pub struct Context<'a> {
     /// The static relocations of code sections (binaries linked with `--emit-relocs`, which
     /// llvm-bolt rewrites in relocation mode), by the address of the field they patch.
     pub relocations: &'a BTreeMap<u64, Relocation>,
-    /// Slots (GOT entries) that dynamic relocations fill with an undefined symbol's address
-    /// ([`external_slots`]).
-    pub external_slots: &'a BTreeSet<u64>,
-}
-
-/// The slots that the dynamic relocations of the ELF file `data` fill with the address of an
-/// undefined (external) symbol: `free`'s GOT entry, not those of the binary's own functions.
-pub fn external_slots(data: &[u8]) -> BTreeSet<u64> {
-    use object::{Object, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
-    let Ok(file) = object::File::parse(data) else {
-        return BTreeSet::new();
-    };
-    let Some(relocations) = file.dynamic_relocations() else {
-        return BTreeSet::new();
-    };
-    relocations
-        .filter(|(_, r)| match r.target() {
-            RelocationTarget::Symbol(i) => file
-                .dynamic_symbol_table()
-                .and_then(|t| t.symbol_by_index(i).ok())
-                .is_some_and(|s| s.is_undefined()),
-            _ => false,
-        })
-        .map(|(slot, _)| slot)
-        .collect()
 }
 
 /// A static relocation, as far as the hashes need it.
@@ -205,7 +180,7 @@ pub fn hashes_in_order(
         if matches!(ins.mnemonic(), Mnemonic::Pop | Mnemonic::Leave) {
             epilogues[b] = true;
         }
-        let h = classify((epilogues[b], ctx.external_slots), f, cfg, b, &ins, v)?;
+        let h = classify(epilogues[b], f, cfg, b, &ins, v)?;
         if h.skipped {
             continue;
         }
@@ -286,10 +261,10 @@ fn predecessors(cfg: &Cfg) -> Vec<Vec<usize>> {
     preds
 }
 
-/// `epilogue`: whether the block holds a `pop` or `leave` before `ins`; `external_slots`: see
-/// [`Context::external_slots`].
+/// `epilogue`: whether the block holds a `pop` or `leave` before `ins` (BOLT then takes an
+/// unknown indirect jump for a tail call).
 fn classify<'t>(
-    (epilogue, external_slots): (bool, &BTreeSet<u64>),
+    epilogue: bool,
     f: &Function,
     cfg: &Cfg,
     block: usize,
@@ -318,17 +293,11 @@ fn classify<'t>(
                 mnemonic = "jmp";
             }
         }
-        // An unknown indirect jump in a function of more than one block: BOLT marks the
-        // function non-simple and leaves the jump as it is, unless its block has an epilogue
-        // (then it is a tail call) and it does not jump through an external symbol's GOT slot
-        // (`jmp *free@GOTPCREL(%rip)` stays `JMP64m`, `jmpq*`, epilogue or not; seen on
-        // cargo). In a one-block function it is a tail call.
+        // An unknown indirect jump in a block without an epilogue, in a function of more than
+        // one block: BOLT marks the function non-simple and leaves the jump as it is (seen on
+        // cargo: `mov 8(%rdi),%rdi; jmp *free@GOTPCREL(%rip)`, `JMP64m`, `jmpq*`).
         FlowControl::IndirectBranch
-            if cfg.blocks[block].successors.is_empty()
-                && cfg.blocks.len() > 1
-                && (!epilogue
-                    || (ins.is_ip_rel_memory_operand()
-                        && external_slots.contains(&ins.ip_rel_memory_address()))) => {}
+            if cfg.blocks[block].successors.is_empty() && cfg.blocks.len() > 1 && !epilogue => {}
         FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
             // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
             // asm string is `jmp{l}\t{*}$dst`).
@@ -445,13 +414,11 @@ pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes
         .collect();
     let objects = DataObjects::from_elf(data, functions);
     let relocations = relocations(data);
-    let external_slots = external_slots(data);
     let ctx = Context {
         functions,
         objects: &objects,
         jump_tables: &jump_tables,
         relocations: &relocations,
-        external_slots: &external_slots,
     };
     phase_one
         .into_par_iter()

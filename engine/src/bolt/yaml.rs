@@ -449,7 +449,6 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
     let (bodies, jump_tables) = bodies(functions, &profiled);
     let objects = DataObjects::from_elf(data, functions);
     let relocations = hash::relocations(data);
-    let external_slots = hash::external_slots(data);
     let call_sites = object::File::parse(data)
         .map(|file| super::eh::call_sites(&file))
         .unwrap_or_default();
@@ -458,7 +457,6 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
         objects: &objects,
         jump_tables: &jump_tables,
         relocations: &relocations,
-        external_slots: &external_slots,
     };
     let records: Vec<yaml::Function> = profiled
         .par_iter()
