@@ -26,6 +26,9 @@ pub enum Format {
     PreaggLegacy,
     /// BOLT's symbolized profile, as `perf2bolt` (LLVM 22) writes it.
     Fdata,
+    /// BOLT's YAML profile (CFG-level counts and hashes), as `perf2bolt
+    /// --profile-format=yaml` (LLVM 22) writes it.
+    Yaml,
     /// A profile store (`.pms`) holding every binary's profile (one file, whatever the number
     /// of binaries); `merge` sums stores, `export` writes the other formats from them.
     Store,
@@ -35,9 +38,16 @@ pub enum Format {
 }
 
 impl Format {
+    /// Whether the format is perf2bolt's symbolized output (fdata or YAML), which walks traces
+    /// by their start and applies perf2bolt's capture fixes.
+    pub fn is_symbolized(self) -> bool {
+        matches!(self, Format::Fdata | Format::Yaml)
+    }
+
     pub fn extension(self) -> &'static str {
         match self {
             Format::Fdata => "fdata",
+            Format::Yaml => "yaml",
             Format::Preagg | Format::PreaggLegacy => "preagg",
             Format::Store => "pms",
             Format::Parquet => "parquet",
@@ -174,7 +184,7 @@ fn request(args: &Args) -> Result<Request, BoxError> {
         stream: false,
         trace_order: Default::default(),
         // fdata is perf2bolt's output; the other formats record the capture as it is.
-        skylake_fix: args.format == Format::Fdata,
+        skylake_fix: args.format.is_symbolized(),
         kernel_entries: KernelEntries::Skip,
     })
 }
@@ -253,9 +263,9 @@ fn write_sum_of_captures(args: &Args, request: &Request, started: Instant) -> Re
     let (profiles, _, basic) = stored_profiles_of_captures(args, request, started)?;
     let summed = summed_profiles(profiles);
     let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
-    let order = match args.format {
-        Format::Fdata => TraceOrder::ByStart,
-        _ => TraceOrder::ByBranch,
+    let order = match args.format.is_symbolized() {
+        true => TraceOrder::ByStart,
+        false => TraceOrder::ByBranch,
     };
     for ((path, binary), output) in args.binaries.iter().zip(&request.binaries).zip(&outputs) {
         let meta = stored_profile(binary, &BinaryProfile::default()).meta;
@@ -291,6 +301,17 @@ pub fn write_profile(
             write_atomically(path, |out| write_preagg_legacy(out, profile, &functions))?
         }
         Format::Fdata => write_fdata(binary, profile, basic, path)?,
+        Format::Yaml => {
+            let loaded = LoadedBinary::load(binary)?;
+            if loaded.bat().is_some() {
+                return Err(format!(
+                    "{}: YAML profiles of a BOLTed binary (BAT) are not supported yet",
+                    binary.display()
+                )
+                .into());
+            }
+            engine::bolt::loaded::write_yaml(&loaded, profile, basic, false, path)?;
+        }
         Format::Store | Format::Parquet => {
             return Err("a store holds every binary; see write_store".into())
         }

@@ -147,6 +147,9 @@ fn help(tool: &str) -> String {
 
 fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let files = expand_inputs(&options.inputs)?;
+    if engine::bolt::yaml_merge::first_is_yaml(&files)? {
+        return merge_yaml_and_write(options, &files);
+    }
     let sources = Sources::open(&files)?;
     let merged = merge(&sources)?;
     match options.output.as_deref() {
@@ -162,6 +165,39 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
     }
     // merge-fdata's closing line, for scripts that look for it.
     eprintln!("Profile from {} files merged.", merged.files);
+    Ok(())
+}
+
+/// YAML profiles, merged as LLVM 22's merge-fdata merges them (the first input is YAML).
+fn merge_yaml_and_write(
+    options: &Options,
+    files: &[PathBuf],
+) -> Result<(), Box<dyn std::error::Error>> {
+    for f in files {
+        eprintln!("Merging data from {}...", f.display());
+    }
+    let merged = engine::bolt::yaml_merge::merge(files)?;
+    for warning in &merged.warnings {
+        eprintln!("WARNING: {warning}");
+    }
+    // merge-fdata writes with `yaml::Output`'s default wrap column.
+    let text = formats::bolt::yaml::write_wrapped(&merged.profile, 70);
+    match options.output.as_deref() {
+        Some(path) if path.as_os_str() != "-" => {
+            engine::io::output::write_atomically(path, |w| w.write_all(text.as_bytes()))?
+        }
+        _ => {
+            let mut out = io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+                other => other?,
+            }
+        }
+    }
+    eprintln!(
+        "Data for {} unique objects successfully merged.",
+        merged.profile.functions.len()
+    );
     Ok(())
 }
 

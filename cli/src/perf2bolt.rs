@@ -23,6 +23,12 @@ pub struct Options {
     pub ignore_build_id: bool,
     pub allow_stripped: bool,
     pub pid: Option<u32>,
+    /// `--profile-format=yaml`: `-o` gets BOLT's YAML profile instead of fdata.
+    pub yaml: bool,
+    /// `-w FILE`: the YAML profile, written besides `-o`.
+    pub save_profile: Option<PathBuf>,
+    /// `--profile-use-dfs`: YAML blocks in depth-first order.
+    pub use_dfs: bool,
 }
 
 /// perf2bolt's options (LLVM 22's `perf2bolt --help-hidden`, and `-nl` of LLVM 19).
@@ -63,9 +69,9 @@ const OPTIONS: &[Opt] = &[
         ("fdata", "offset-based plaintext format"),
         ("yaml", "dense YAML representation"),
     ])
-    .default("fdata")
-    .refused(),
-    Opt::value(&["w"], "<string>", "save recorded profile to a file").refused(),
+    .default("fdata"),
+    Opt::value(&["w"], "<string>", "save recorded profile to a file"),
+    Opt::boolean(&["profile-use-dfs"], "use DFS order for YAML profile"),
     Opt::value(
         &["itrace"],
         "<string>",
@@ -130,6 +136,9 @@ pub fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
                         .map_err(|_| format!("-pid: not a process id: {v}"))?,
                 );
             }
+            "profile-format" => o.yaml = opt.text() == "yaml",
+            "w" => o.save_profile = Some(opt.text().into()),
+            "profile-use-dfs" => o.use_dfs = opt.on(),
             "nl" => {
                 eprintln!("perf2bolt: warning: '-nl' is deprecated, please use '--ba' instead");
                 o.basic = opt.on();
@@ -181,8 +190,19 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     let binary = binary?;
     // A store says itself whether it holds IP samples only.
     let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
-    crate::aggregate::write_fdata_of(&binary, &profile, basic, &o.output)?;
+    if (o.yaml || o.save_profile.is_some()) && binary.bat().is_some() {
+        return Err("YAML profiles of a BOLTed binary (BAT) are not supported yet".into());
+    }
+    if o.yaml {
+        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, &o.output)?;
+    } else {
+        crate::aggregate::write_fdata_of(&binary, &profile, basic, &o.output)?;
+    }
     eprintln!("profmill: wrote {}", o.output.display());
+    if let Some(w) = &o.save_profile {
+        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, w)?;
+        eprintln!("profmill: wrote {}", w.display());
+    }
     Ok(())
 }
 
@@ -239,6 +259,7 @@ mod tests {
             ignore_build_id: true,
             allow_stripped: false,
             pid: Some(42),
+            ..Options::default()
         };
         for spelling in [
             &[
@@ -282,7 +303,10 @@ mod tests {
     fn missing_and_unsupported_options_are_errors() {
         assert!(parse(&args(&["bin", "-o", "x"])).is_err());
         assert!(parse(&args(&["-p", "d", "-o", "x"])).is_err());
-        assert!(parse(&args(&["bin", "-p", "d", "-o", "x", "-w", "y.yaml"])).is_err());
+        let o = parse(&args(&["bin", "-p", "d", "-o", "x", "-w", "y.yaml"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.save_profile, Some(PathBuf::from("y.yaml")));
         assert!(parse(&args(&["bin", "-p", "d", "-o"])).is_err());
         let o = parse(&args(&["bin", "-p", "d", "-o", "x", "--time-aggr", "-nl"]))
             .unwrap()
@@ -323,6 +347,7 @@ mod tests {
         );
         assert!(with(&["--ignore-interrupt-lbr=false"]).is_err());
         assert!(with(&["--ignore-interrupt-lbr", "--profile-format=fdata"]).is_ok());
-        assert!(with(&["--profile-format=yaml"]).is_err());
+        assert!(with(&["--profile-format=yaml"]).unwrap().unwrap().yaml);
+        assert!(with(&["--profile-format=xml"]).is_err());
     }
 }

@@ -80,9 +80,9 @@ pub fn export_binaries(
     }
     let store = StoreFile::open(store)?;
     let outputs = output_paths(output, binaries, format.extension())?;
-    let order = match format {
-        Format::Fdata => TraceOrder::ByStart,
-        _ => TraceOrder::ByBranch,
+    let order = match format.is_symbolized() {
+        true => TraceOrder::ByStart,
+        false => TraceOrder::ByBranch,
     };
     for (path, output) in binaries.iter().zip(&outputs) {
         let binary = BinaryInfo::load(path)?;

@@ -28,6 +28,8 @@
 //! `instrprof_merge`, `sampleprof_convert`).
 
 pub mod error;
+#[cfg(any(feature = "bolt", feature = "sampleprof"))]
+pub(crate) mod hash_order;
 pub mod io;
 
 #[cfg(feature = "autofdo")]

@@ -28,3 +28,4 @@ mod plt;
 mod sampleprof;
 mod sampleprof_gcc;
 mod store;
+mod yaml;

@@ -11,7 +11,28 @@ use object::{Object, ObjectSection};
 /// Landing-pad addresses keyed by the start address of the function (FDE) they belong to.
 /// Malformed tables yield fewer entries, never an error: BOLT would only warn.
 pub fn landing_pads(file: &object::File) -> HashMap<u64, Vec<u64>> {
-    let mut pads: HashMap<u64, Vec<u64>> = HashMap::new();
+    call_sites(file)
+        .into_iter()
+        .map(|(start, sites)| (start, sites.into_iter().map(|s| s.pad).collect()))
+        .collect()
+}
+
+/// A call-site table entry with a landing pad: calls in `start..end` unwind to `pad`
+/// (absolute addresses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// First address of the range.
+    pub start: u64,
+    /// End of the range (exclusive).
+    pub end: u64,
+    /// The landing pad.
+    pub pad: u64,
+}
+
+/// The call sites with a landing pad of every function with an LSDA, keyed by the start
+/// address of its FDE, in table order.
+pub fn call_sites(file: &object::File) -> HashMap<u64, Vec<CallSite>> {
+    let mut pads: HashMap<u64, Vec<CallSite>> = HashMap::new();
     let Some(eh_frame) = file.section_by_name(".eh_frame") else {
         return pads;
     };
@@ -59,8 +80,8 @@ pub fn landing_pads(file: &object::File) -> HashMap<u64, Vec<u64>> {
     pads
 }
 
-/// The landing pads of one LSDA (header, then the call-site table).
-fn call_site_pads(lsda: &[u8], function_start: u64) -> Option<Vec<u64>> {
+/// The call sites with landing pads of one LSDA (header, then the call-site table).
+fn call_site_pads(lsda: &[u8], function_start: u64) -> Option<Vec<CallSite>> {
     let mut r = Reader::new(lsda, Endian::Little);
     let lp_start_encoding = r.u8().ok()?;
     let lp_start = if lp_start_encoding == DW_EH_PE_OMIT {
@@ -76,12 +97,17 @@ fn call_site_pads(lsda: &[u8], function_start: u64) -> Option<Vec<u64>> {
     let end = r.offset().checked_add(length)?;
     let mut pads = Vec::new();
     while r.offset() < end {
-        let _start = encoded(&mut r, encoding)?;
-        let _length = encoded(&mut r, encoding)?;
+        let start = encoded(&mut r, encoding)?;
+        let length = encoded(&mut r, encoding)?;
         let pad = encoded(&mut r, encoding)?;
         r.uleb128().ok()?; // action
         if pad != 0 {
-            pads.push(lp_start.wrapping_add(pad));
+            let start = function_start.wrapping_add(start);
+            pads.push(CallSite {
+                start,
+                end: start.wrapping_add(length),
+                pad: lp_start.wrapping_add(pad),
+            });
         }
     }
     Some(pads)
@@ -141,7 +167,12 @@ mod tests {
         let lsda = [
             0xff, 0xff, 0x01, 8, 0x04, 0x05, 0x20, 0x01, 0x10, 0x03, 0x00, 0x00,
         ];
-        assert_eq!(call_site_pads(&lsda, 0x1000), Some(vec![0x1020]));
+        let site = CallSite {
+            start: 0x1004,
+            end: 0x1009,
+            pad: 0x1020,
+        };
+        assert_eq!(call_site_pads(&lsda, 0x1000), Some(vec![site]));
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct Functions {
     /// (address, bytes) of each allocated section with file data: code to disassemble and
     /// read-only data holding jump tables.
     sections: Vec<Section>,
+    /// BOLT's number of each function (`getFunctionNumber`, its order of creation).
+    numbers: Vec<u32>,
 }
 
 struct Section {
@@ -121,6 +123,7 @@ impl Functions {
             .collect();
         let mut functions = symbol_functions(&file, &code);
         let plt = plt_functions(&file, &code, &functions);
+        let plt_order: Vec<u64> = plt.iter().map(|f| f.address).collect();
         functions.extend(plt);
         functions.sort_by_key(|f| f.address);
         functions.dedup_by_key(|f| f.address);
@@ -156,11 +159,19 @@ impl Functions {
             })
             .collect();
         let ranges = functions.iter().map(|f| (f.address, f.max_end)).collect();
+        let numbers = creation_numbers(&functions, &plt_order, &untyped_code_symbols(&file, &code));
         Ok(Functions {
             functions,
             ranges,
             sections,
+            numbers,
         })
+    }
+
+    /// BOLT's number of the function at `index` (`BinaryFunction::getFunctionNumber`, which YAML
+    /// profiles call `fid`).
+    pub fn number(&self, index: usize) -> u32 {
+        self.numbers[index]
     }
 
     /// The functions in address order.
@@ -226,6 +237,56 @@ impl Functions {
         let bytes = self.data_at(f.address).unwrap_or(&[]);
         &bytes[..bytes.len().min(f.size as usize)]
     }
+}
+
+/// Addresses of the global untyped (`STT_NOTYPE`) symbols in executable sections, such as the entry
+/// points of assembly files without `.type`: BOLT makes functions of them too (cargo's blake3
+/// assembly has eleven), which take function numbers; they are not modelled as functions here
+/// otherwise (no profile seen so far lands in one).
+fn untyped_code_symbols(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> Vec<u64> {
+    let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
+    let mut out: Vec<u64> = file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Unknown && !s.is_undefined() && s.is_global())
+        .filter(|s| s.address() != 0 && in_code(s.address()))
+        .filter(|s| s.name().is_ok_and(|n| !n.is_empty() && !n.starts_with('$')))
+        .map(|s| s.address())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// BOLT numbers functions as it creates them, from 1: those of symbols (and FDEs) in address
+/// order, untyped code symbols among them (`untyped`, see [`untyped_code_symbols`]), then the
+/// PLT entries, each PLT section's entries before its header's pseudo function (`plt_order`, as
+/// [`plt_functions`] lists them).
+fn creation_numbers(functions: &[Function], plt_order: &[u64], untyped: &[u64]) -> Vec<u32> {
+    let mut numbers = vec![0u32; functions.len()];
+    let mut next = 1u32;
+    let mut extra = untyped
+        .iter()
+        .filter(|&&a| functions.binary_search_by_key(&a, |f| f.address).is_err())
+        .peekable();
+    for (i, f) in functions.iter().enumerate() {
+        if !f.is_plt {
+            while extra.next_if(|&&a| a < f.address).is_some() {
+                next += 1;
+            }
+            numbers[i] = next;
+            next += 1;
+        }
+    }
+    next += extra.count() as u32;
+    for &address in plt_order {
+        if let Ok(i) = functions.binary_search_by_key(&address, |f| f.address) {
+            if functions[i].is_plt && numbers[i] == 0 {
+                numbers[i] = next;
+                next += 1;
+            }
+        }
+    }
+    numbers
 }
 
 /// Functions from the symbol table, named as BOLT names them.

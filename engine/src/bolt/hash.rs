@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::cfg::Cfg;
@@ -133,8 +133,20 @@ struct BlockStrings {
     mnemonics: BTreeSet<&'static str>,
 }
 
-/// Hashes of `f` given its CFG; `None` if an instruction is not in the table.
+/// Hashes of `f` given its CFG; an error if an instruction is not in the table.
 pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes, String> {
+    hashes_in_order(ctx, f, cfg, v, None)
+}
+
+/// [`hashes`], with the function hash taken over the blocks in `order` (BOLT's
+/// `computeHash(UseDFS)` with the blocks in depth-first order) instead of layout order.
+pub fn hashes_in_order(
+    ctx: &Context,
+    f: &Function,
+    cfg: &Cfg,
+    v: Llvm,
+    order: Option<&[usize]>,
+) -> Result<Hashes, String> {
     let code = ctx.functions.function_code(f);
     let code = &code[..(f.size as usize).min(code.len())];
     let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
@@ -147,6 +159,7 @@ pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes,
             mnemonics: BTreeSet::new(),
         })
         .collect();
+    let mut epilogues = vec![false; cfg.blocks.len()];
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
@@ -164,7 +177,10 @@ pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes,
             out.full.extend_from_slice(b"LOCK_PREFIX");
             out.mnemonics.insert("lock");
         }
-        let h = classify(f, cfg, b, &ins, v)?;
+        if matches!(ins.mnemonic(), Mnemonic::Pop | Mnemonic::Leave) {
+            epilogues[b] = true;
+        }
+        let h = classify(epilogues[b], f, cfg, b, &ins, v)?;
         if h.skipped {
             continue;
         }
@@ -188,8 +204,11 @@ pub fn hashes(ctx: &Context, f: &Function, cfg: &Cfg, v: Llvm) -> Result<Hashes,
         }
     }
     let mut all = Vec::new();
-    for b in &blocks {
-        all.extend_from_slice(&b.names);
+    match order {
+        Some(order) => order
+            .iter()
+            .for_each(|&b| all.extend_from_slice(&blocks[b].names)),
+        None => blocks.iter().for_each(|b| all.extend_from_slice(&b.names)),
     }
     let opcode_hashes: Vec<u64> = blocks
         .iter()
@@ -242,7 +261,10 @@ fn predecessors(cfg: &Cfg) -> Vec<Vec<usize>> {
     preds
 }
 
+/// `epilogue`: whether the block holds a `pop` or `leave` before `ins` (BOLT then takes an
+/// unknown indirect jump for a tail call).
 fn classify<'t>(
+    epilogue: bool,
     f: &Function,
     cfg: &Cfg,
     block: usize,
@@ -271,6 +293,11 @@ fn classify<'t>(
                 mnemonic = "jmp";
             }
         }
+        // An unknown indirect jump in a block without an epilogue, in a function of more than
+        // one block: BOLT marks the function non-simple and leaves the jump as it is (seen on
+        // cargo: `mov 8(%rdi),%rdi; jmp *free@GOTPCREL(%rip)`, `JMP64m`, `jmpq*`).
+        FlowControl::IndirectBranch
+            if cfg.blocks[block].successors.is_empty() && cfg.blocks.len() > 1 && !epilogue => {}
         FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
             // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
             // asm string is `jmp{l}\t{*}$dst`).

@@ -60,6 +60,45 @@ impl LoadedBinary {
     }
 }
 
+/// Symbolizes one binary's profile and writes it to `path` as BOLT's YAML profile, as
+/// `perf2bolt --profile-format=yaml` (LLVM 22) writes it (see [`crate::bolt::yaml`]).
+pub fn write_yaml(
+    loaded: &LoadedBinary,
+    profile: &BinaryProfile,
+    basic: bool,
+    use_dfs: bool,
+    path: &Path,
+) -> Result<FdataReport> {
+    let started = Instant::now();
+    let functions = &loaded.functions;
+    let fdata = symbolize_bolted(profile, functions, basic, None);
+    let options = crate::bolt::yaml::Options {
+        binary_name: loaded.path.to_string_lossy().into_owned(),
+        build_id: build_id_hex(&loaded.data),
+        use_dfs,
+    };
+    let yaml = crate::bolt::yaml::profile(&fdata, &loaded.data, &options);
+    let symbolize_seconds = started.elapsed().as_secs_f64();
+    write_atomically(path, |out| {
+        out.write_all(formats::bolt::yaml::write(&yaml).as_bytes())
+    })?;
+    Ok(FdataReport {
+        load_seconds: loaded.seconds,
+        symbolize_seconds,
+        write_seconds: started.elapsed().as_secs_f64() - symbolize_seconds,
+        traces: fdata.stats,
+        out_of_range_samples: fdata.out_of_range_samples,
+    })
+}
+
+/// The GNU build id of the ELF file `data`, in lowercase hex.
+fn build_id_hex(data: &[u8]) -> Option<String> {
+    use object::Object;
+    let file = object::File::parse(data).ok()?;
+    let id = file.build_id().ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// What writing one binary's fdata found and how long its phases took.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FdataReport {

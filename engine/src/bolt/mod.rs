@@ -47,6 +47,8 @@ pub mod loaded;
 pub(crate) mod memory;
 pub mod preagg_legacy;
 pub mod x86;
+pub mod yaml;
+pub mod yaml_merge;
 
 pub use fdata_merge::{expand_inputs, merge as merge_fdata, MergeError, Merged, Sources};
 pub use functions::{Function, Functions};

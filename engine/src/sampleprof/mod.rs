@@ -45,7 +45,7 @@ use crate::io::output::write_atomically;
 pub use crate::io::InputBytes;
 
 pub(crate) mod fast;
-pub(crate) mod hash_order;
+
 pub mod overlap;
 pub mod show;
 pub mod transform;
@@ -126,7 +126,7 @@ pub fn read_in_llvm_order(path: &Path) -> Result<(Profile, Vec<Context>)> {
 /// The iteration order of a fresh LLVM `SampleProfileMap` into which contexts are inserted
 /// in the order given (repeats ignored), as llvm-profdata's merge fills its output map.
 pub fn map_order_after_inserting(contexts: &[Context]) -> Vec<Context> {
-    let mut order = hash_order::UnorderedMapOrder::new();
+    let mut order = crate::hash_order::UnorderedMapOrder::new();
     let mut by_hash: hashbrown::HashMap<u64, &Context> = Default::default();
     for c in contexts {
         let h = overlap::context_hash(c);

@@ -15,8 +15,8 @@ use std::io::{self, Write};
 use formats::sampleprof::summary;
 use formats::sampleprof::{Context, FunctionId, FunctionSamples, Profile};
 
-use super::hash_order::UnorderedMapOrder;
 use super::show::{func_sample_stats, ColumnLine, FuncSampleStats};
+use crate::hash_order::UnorderedMapOrder;
 
 /// One loaded profile and the order LLVM iterates its functions in.
 pub struct OverlapInput<'a> {

@@ -35,6 +35,8 @@ pub struct Call {
     pub offset: u32,
     /// The callee's `fid`, 0 if unknown.
     pub fid: u32,
+    /// `disc`: the callee's entry point (0 for the main entry).
+    pub disc: u32,
     /// Calls.
     pub count: u64,
     /// Mispredictions.
@@ -63,6 +65,8 @@ pub struct Block {
     pub hash: u64,
     /// Execution count.
     pub exec: u64,
+    /// Samples (`events`, basic profiles written by `llvm-bolt -w`).
+    pub events: u64,
     /// Call sites.
     pub calls: Vec<Call>,
     /// Successors.
@@ -159,8 +163,53 @@ fn key(out: &mut String, indent: usize, first_in_item: bool, k: &str) {
     out.push_str(&" ".repeat(16usize.saturating_sub(k.len()).max(1)));
 }
 
-/// The profile as LLVM's YAML writer prints it.
+/// The column of the end of `o` (LLVM's `Output::Column`).
+fn column(o: &str) -> usize {
+    o.len() - o.rfind('\n').map_or(0, |i| i + 1)
+}
+
+/// A flow sequence of flow mappings and a newline, wrapped as `yaml::Output` wraps flow
+/// elements and keys once the column passes `wrap_column` (0: never): a new line indented
+/// to the sequence's (or mapping's) start plus two.
+fn flow_mappings_out(o: &mut String, items: &[Vec<(&str, String)>], wrap_column: usize) {
+    let wrap = |o: &mut String, start: usize| {
+        if wrap_column != 0 && column(o) > wrap_column {
+            o.push('\n');
+            o.push_str(&" ".repeat(start + 2));
+        }
+    };
+    let seq_start = column(o);
+    o.push_str("[ ");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            o.push_str(", ");
+        }
+        wrap(o, seq_start);
+        let map_start = column(o);
+        o.push_str("{ ");
+        for (j, (k, v)) in item.iter().enumerate() {
+            if j > 0 {
+                o.push_str(", ");
+            }
+            wrap(o, map_start);
+            o.push_str(k);
+            o.push_str(": ");
+            o.push_str(v);
+        }
+        o.push_str(" }");
+    }
+    o.push_str(" ]\n");
+}
+
+/// The profile as LLVM's YAML writer prints it with no line wrapping (`yaml::Output(OS,
+/// nullptr, 0)`, as perf2bolt and llvm-bolt write it).
 pub fn write(p: &Profile) -> String {
+    write_wrapped(p, 0)
+}
+
+/// The profile as `yaml::Output` prints it with flow sequences wrapped past `wrap_column`
+/// (merge-fdata uses the default, 70).
+pub fn write_wrapped(p: &Profile, wrap_column: usize) -> String {
     let mut o = String::new();
     let h = &p.header;
     o.push_str("---\nheader:\n  profile-version: 1\n");
@@ -186,7 +235,11 @@ pub fn write(p: &Profile) -> String {
         key(&mut o, 2, false, "hash-func");
         o.push_str("xxh3\n");
     }
-    o.push_str("functions:\n");
+    if p.functions.is_empty() {
+        o.push_str("functions:       []\n");
+    } else {
+        o.push_str("functions:\n");
+    }
     for f in &p.functions {
         key(&mut o, 4, true, "name");
         scalar(&mut o, &f.name);
@@ -220,41 +273,389 @@ pub fn write(p: &Profile) -> String {
                 key(&mut o, 8, false, "exec");
                 writeln!(o, "{}", b.exec).unwrap();
             }
+            if b.events != 0 {
+                key(&mut o, 8, false, "events");
+                writeln!(o, "{}", b.events).unwrap();
+            }
             if !b.calls.is_empty() {
                 key(&mut o, 8, false, "calls");
-                let items: Vec<String> = b
+                let items: Vec<Vec<(&str, String)>> = b
                     .calls
                     .iter()
                     .map(|c| {
-                        let mut s =
-                            format!("{{ off: 0x{:X}, fid: {}, cnt: {}", c.offset, c.fid, c.count);
-                        if c.mispreds != 0 {
-                            write!(s, ", mis: {}", c.mispreds).unwrap();
+                        let mut m = vec![
+                            ("off", format!("0x{:X}", c.offset)),
+                            ("fid", c.fid.to_string()),
+                        ];
+                        if c.disc != 0 {
+                            m.push(("disc", c.disc.to_string()));
                         }
-                        s + " }"
+                        m.push(("cnt", c.count.to_string()));
+                        if c.mispreds != 0 {
+                            m.push(("mis", c.mispreds.to_string()));
+                        }
+                        m
                     })
                     .collect();
-                writeln!(o, "[ {} ]", items.join(", ")).unwrap();
+                flow_mappings_out(&mut o, &items, wrap_column);
             }
             if !b.succ.is_empty() {
                 key(&mut o, 8, false, "succ");
-                let items: Vec<String> = b
+                let items: Vec<Vec<(&str, String)>> = b
                     .succ
                     .iter()
                     .map(|s| {
-                        let mut t = format!("{{ bid: {}, cnt: {}", s.bid, s.count);
+                        let mut m = vec![("bid", s.bid.to_string()), ("cnt", s.count.to_string())];
                         if s.mispreds != 0 {
-                            write!(t, ", mis: {}", s.mispreds).unwrap();
+                            m.push(("mis", s.mispreds.to_string()));
                         }
-                        t + " }"
+                        m
                     })
                     .collect();
-                writeln!(o, "[ {} ]", items.join(", ")).unwrap();
+                flow_mappings_out(&mut o, &items, wrap_column);
             }
         }
     }
     o.push_str("...\n");
     o
+}
+
+/// Why a YAML profile could not be read: where, and what was expected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadError {
+    /// Byte offset of the offending line.
+    pub offset: usize,
+    /// Its line number (from 1).
+    pub line: usize,
+    /// What was wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {} (byte offset {}): {}",
+            self.line, self.offset, self.message
+        )
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Where the reader is in the document.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Top,
+    Header,
+    Functions,
+}
+
+/// Reads a YAML profile as `perf2bolt`, `llvm-bolt -w` and `merge-fdata` write it (LLVM
+/// `yaml::Output` of BOLT's schema: block mappings one key a line, `calls` and `succ` as flow
+/// sequences). Keys it does not know (`pseudo_probes`, `inline_tree`, `guid`, …) are skipped
+/// with everything nested under them, as `merge-fdata` allows unknown keys.
+pub fn read(text: &[u8]) -> Result<Profile, ReadError> {
+    let mut p = Profile::default();
+    let mut section = Section::Top;
+    // Lines indented deeper than this belong to a skipped key.
+    let mut skip_deeper: Option<usize> = None;
+    let mut offset = 0usize;
+    let mut started = false;
+    for (n, raw) in text.split(|&b| b == b'\n').enumerate() {
+        let at = offset;
+        offset += raw.len() + 1;
+        let err = |message: String| ReadError {
+            offset: at,
+            line: n + 1,
+            message,
+        };
+        let line = std::str::from_utf8(raw)
+            .map_err(|_| err("not UTF-8".into()))?
+            .trim_end_matches('\r');
+        let trimmed = line.trim_start_matches(' ');
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut indent = line.len() - trimmed.len();
+        if let Some(limit) = skip_deeper {
+            if indent > limit {
+                continue;
+            }
+            skip_deeper = None;
+        }
+        if indent == 0 && trimmed == "---" {
+            started = true;
+            continue;
+        }
+        if indent == 0 && trimmed == "..." {
+            break;
+        }
+        if !started {
+            return Err(err("expected `---` (a YAML profile starts with it)".into()));
+        }
+        let mut item = false;
+        let mut content = trimmed;
+        if let Some(rest) = content.strip_prefix("- ") {
+            item = true;
+            indent += 2;
+            content = rest.trim_start_matches(' ');
+        }
+        let (k, value) = split_key(content)
+            .ok_or_else(|| err(format!("expected `key: value`, found {content:?}")))?;
+        match (indent, section, item) {
+            (0, _, false) => match k {
+                "header" => section = Section::Header,
+                "functions" => {
+                    section = Section::Functions;
+                    if !value.is_empty() && value != "[]" {
+                        return Err(err(format!(
+                            "expected a list of functions, found {value:?}"
+                        )));
+                    }
+                }
+                _ => skip_deeper = Some(0),
+            },
+            (2, Section::Header, false) => header_key(&mut p.header, k, value).map_err(err)?,
+            (4, Section::Functions, true) => {
+                p.functions.push(Function::default());
+                function_key(p.functions.last_mut().unwrap(), k, value).map_err(err)?;
+            }
+            (4, Section::Functions, false) => {
+                let f = p
+                    .functions
+                    .last_mut()
+                    .ok_or_else(|| err("a function key outside a function".into()))?;
+                if k == "blocks" {
+                    continue;
+                }
+                if !function_key(f, k, value).map_err(err)? {
+                    skip_deeper = Some(4);
+                }
+            }
+            (8, Section::Functions, _) => {
+                let f = p
+                    .functions
+                    .last_mut()
+                    .ok_or_else(|| err("a block outside a function".into()))?;
+                if item {
+                    f.blocks.push(Block::default());
+                }
+                let b = f
+                    .blocks
+                    .last_mut()
+                    .ok_or_else(|| err("a block key outside a block".into()))?;
+                if !block_key(b, k, value).map_err(err)? {
+                    skip_deeper = Some(8);
+                }
+            }
+            _ => skip_deeper = Some(indent),
+        }
+    }
+    if !started {
+        return Err(ReadError {
+            offset: 0,
+            line: 1,
+            message: "expected `---` (a YAML profile starts with it)".into(),
+        });
+    }
+    Ok(p)
+}
+
+/// `key: value` (value possibly empty).
+fn split_key(content: &str) -> Option<(&str, &str)> {
+    if let Some(k) = content.strip_suffix(':') {
+        return Some((k, ""));
+    }
+    let (k, v) = content.split_once(": ")?;
+    Some((k, v.trim()))
+}
+
+/// A scalar as `yaml::Input` reads it: plain, `'single'` (`''` is a quote) or `"double"`
+/// (backslash escapes).
+fn unquote(v: &str) -> Result<String, String> {
+    if let Some(inner) = v.strip_prefix('\'') {
+        let inner = inner
+            .strip_suffix('\'')
+            .ok_or_else(|| format!("unterminated quoted string {v:?}"))?;
+        return Ok(inner.replace("''", "'"));
+    }
+    if let Some(inner) = v.strip_prefix('"') {
+        let inner = inner
+            .strip_suffix('"')
+            .ok_or_else(|| format!("unterminated quoted string {v:?}"))?;
+        let mut out = String::new();
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('x') => {
+                    let hex: String = chars.by_ref().take(2).collect();
+                    let b =
+                        u8::from_str_radix(&hex, 16).map_err(|_| format!("bad escape \\x{hex}"))?;
+                    out.push(char::from(b));
+                }
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(c) => out.push(c),
+                None => return Err("a backslash at the end of a string".into()),
+            }
+        }
+        return Ok(out);
+    }
+    Ok(v.to_string())
+}
+
+/// An unsigned number, decimal or `0x` hex (both are valid for BOLT's hex fields).
+fn number(v: &str) -> Result<u64, String> {
+    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
+    };
+    parsed.map_err(|_| format!("expected a number, found {v:?}"))
+}
+
+fn number32(v: &str) -> Result<u32, String> {
+    u32::try_from(number(v)?).map_err(|_| format!("{v} does not fit in 32 bits"))
+}
+
+fn header_key(h: &mut Header, k: &str, v: &str) -> Result<(), String> {
+    match k {
+        "profile-version" if number(v)? != 1 => {
+            return Err(format!("profile version {v}; only version 1 is known"));
+        }
+        "binary-name" => h.binary_name = unquote(v)?,
+        "binary-build-id" => h.build_id = Some(unquote(v)?),
+        "profile-flags" => {
+            let inner = v
+                .strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .ok_or_else(|| format!("expected `[ flags ]`, found {v:?}"))?;
+            h.flags.clear();
+            for flag in inner.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+                h.flags.push(match flag {
+                    "lbr" => "lbr",
+                    "sample" => "sample",
+                    "memevent" => "memevent",
+                    other => return Err(format!("unknown profile flag {other:?}")),
+                });
+            }
+        }
+        "profile-origin" => h.origin = unquote(v)?,
+        "profile-events" => h.events = unquote(v)?,
+        "dfs-order" => h.dfs_order = boolean(v)?,
+        "hash-func" => {
+            h.xxh3 = match v {
+                "xxh3" => true,
+                "std-hash" => false,
+                other => return Err(format!("unknown hash function {other:?}")),
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn boolean(v: &str) -> Result<bool, String> {
+    match v {
+        "true" | "True" | "TRUE" | "y" | "yes" | "on" => Ok(true),
+        "false" | "False" | "FALSE" | "n" | "no" | "off" => Ok(false),
+        other => Err(format!("expected true or false, found {other:?}")),
+    }
+}
+
+/// One function key; `false` for a key this reader skips.
+fn function_key(f: &mut Function, k: &str, v: &str) -> Result<bool, String> {
+    match k {
+        "name" => f.name = unquote(v)?,
+        "fid" => f.fid = number32(v)?,
+        "hash" => f.hash = number(v)?,
+        "exec" => f.exec = number(v)?,
+        "nblocks" => f.nblocks = number32(v)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// One block key; `false` for a key this reader skips.
+fn block_key(b: &mut Block, k: &str, v: &str) -> Result<bool, String> {
+    match k {
+        "bid" => b.bid = number32(v)?,
+        "insns" => b.insns = number32(v)?,
+        "hash" => b.hash = number(v)?,
+        "exec" => b.exec = number(v)?,
+        "events" => b.events = number(v)?,
+        "calls" => {
+            for m in flow_mappings(v)? {
+                let mut c = Call::default();
+                for (k, v) in m {
+                    match k {
+                        "off" => c.offset = number32(v)?,
+                        "fid" => c.fid = number32(v)?,
+                        "disc" => c.disc = number32(v)?,
+                        "cnt" => c.count = number(v)?,
+                        "mis" => c.mispreds = number(v)?,
+                        _ => {}
+                    }
+                }
+                b.calls.push(c);
+            }
+        }
+        "succ" => {
+            for m in flow_mappings(v)? {
+                let mut s = Succ::default();
+                for (k, v) in m {
+                    match k {
+                        "bid" => s.bid = number32(v)?,
+                        "cnt" => s.count = number(v)?,
+                        "mis" => s.mispreds = number(v)?,
+                        _ => {}
+                    }
+                }
+                b.succ.push(s);
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `[ { k: v, … }, … ]` as lists of pairs.
+fn flow_mappings(v: &str) -> Result<Vec<Vec<(&str, &str)>>, String> {
+    let inner = v
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .ok_or_else(|| format!("expected a flow sequence `[ … ]`, found {v:?}"))?;
+    let mut out = Vec::new();
+    let mut rest = inner.trim();
+    while !rest.is_empty() {
+        let body = rest
+            .strip_prefix('{')
+            .ok_or_else(|| format!("expected `{{` in {v:?}"))?;
+        let end = body
+            .find('}')
+            .ok_or_else(|| format!("expected `}}` in {v:?}"))?;
+        let mut pairs = Vec::new();
+        for pair in body[..end]
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let (k, val) = pair
+                .split_once(':')
+                .ok_or_else(|| format!("expected `key: value` in {pair:?}"))?;
+            pairs.push((k.trim(), val.trim()));
+        }
+        out.push(pairs);
+        rest = body[end + 1..]
+            .trim_start()
+            .trim_start_matches(',')
+            .trim_start();
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -331,6 +732,7 @@ functions:
                             insns: 5,
                             hash: 0x2F00E8FA96550000,
                             exec: 2982,
+                            events: 0,
                             calls: vec![],
                             succ: vec![
                                 Succ {
@@ -350,18 +752,19 @@ functions:
                             insns: 5,
                             hash: 0x6D424DF2CA004B,
                             exec: 0,
+                            events: 0,
                             calls: vec![
                                 Call {
                                     offset: 6,
                                     fid: 16,
                                     count: 56,
-                                    mispreds: 0,
+                                    ..Call::default()
                                 },
                                 Call {
                                     offset: 0xE,
                                     fid: 22,
                                     count: 76,
-                                    mispreds: 0,
+                                    ..Call::default()
                                 },
                             ],
                             succ: vec![],
@@ -376,6 +779,23 @@ functions:
             ],
         };
         assert_eq!(write(&p), PERF2BOLT_22);
+        assert_eq!(read(PERF2BOLT_22.as_bytes()).unwrap(), p);
+    }
+
+    #[test]
+    fn reads_what_it_skips_and_rejects_with_a_position() {
+        let text = "---\nheader:\n  profile-version: 1\n  binary-name: \"a\\x41\"\n  profile-flags: [ sample ]\nfunctions:\n  - name: f\n    fid: 3\n    hash: 0x10\n    exec: 2\n    nblocks: 1\n    inline_tree:\n      - { g: 1 }\n    blocks:\n      - bid: 0\n        events: 5\n        pseudo_probes: [ { guid: 0x1, id: 1, type: 0 } ]\n        calls: [ { off: 0x3, fid: 4, disc: 1, cnt: 7 } ]\n...\n";
+        let p = read(text.as_bytes()).unwrap();
+        assert_eq!(p.header.binary_name, "aA");
+        assert_eq!(p.header.flags, vec!["sample"]);
+        let b = &p.functions[0].blocks[0];
+        assert_eq!((b.events, b.calls[0].disc, b.calls[0].count), (5, 1, 7));
+        let e = read(b"---\nfunctions:\n  - name: f\n    fid: x\n").unwrap_err();
+        assert_eq!((e.line, e.offset), (4, 27));
+        assert!(e.message.contains("expected a number"), "{e}");
+        assert!(read(b"1 main 0 1 f 0 0 1\n").is_err());
+        let empty = Profile::default();
+        assert_eq!(read(write(&empty).as_bytes()).unwrap().functions, vec![]);
     }
 
     #[test]

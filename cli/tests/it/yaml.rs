@@ -1,0 +1,543 @@
+//! BOLT YAML profiles: `profmill perf2bolt --profile-format=yaml` (and `-w`) must write the
+//! bytes perf2bolt 22 writes, on programs built here with clang-19 and gcc (PIE and non-PIE, a
+//! switch jump table, C++ exceptions, tail calls, indirect calls, PLT calls, a shared
+//! library), on generated LBR captures (layout and `--profile-use-dfs` order), on real
+//! `perf record -e cpu-clock` captures (basic samples), and on the AutoFDO propeller sample.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+use testsupport::*;
+
+const PROGRAM_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static int table[64];
+__attribute__((noinline)) int classify(int x) {
+  switch (x & 15) {
+  case 0: return x * 3;
+  case 1: return x ^ 0x55;
+  case 2: return table[x & 63] + 1;
+  case 3: return x >> 2;
+  case 4: return -x;
+  case 5: return x + 100;
+  case 7: return x * x;
+  case 9: return (int)strlen("abc") + x;
+  default: return 0;
+  }
+}
+__attribute__((noinline)) int shift(int x) { return classify(x + 1); }
+__attribute__((noinline)) int twice(int x) { return x * 2 + (x & 3); }
+int (*volatile pick)(int) = twice;
+__attribute__((noinline)) long work(int n) {
+  long s = 0;
+  for (int i = 0; i < n; i++) {
+    table[i & 63] += i;
+    if (i % 7 == 3) s += shift(i);
+    else if (i % 5 == 1) s += pick(i);
+    else if (i & 1) s -= i;
+    else s ^= (long)i << 3;
+  }
+  return s;
+}
+__attribute__((noinline)) void release(char *p) { free(p); }
+int main(int argc, char **argv) {
+  char *p = malloc(32);
+  snprintf(p, 32, "%d", argc);
+  long r = work(argc * 200000 + atoi(p));
+  printf("%ld\n", r);
+  release(p);
+  return 0;
+}
+"#;
+
+const PROGRAM_CXX: &str = r#"
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+__attribute__((noinline)) int check(int x) { if (x == 77777) throw std::runtime_error("rare"); return x & 3; }
+__attribute__((noinline)) int run(int n) {
+  int s = 0;
+  for (int i = 0; i < n; i++) {
+    try { s += check(i); } catch (const std::exception &e) { std::fprintf(stderr, "%s\n", e.what()); s = -1; }
+  }
+  return s;
+}
+int main(int argc, char **) { std::vector<int> v(argc, 3); std::printf("%d\n", run(v.size() * 100000)); }
+"#;
+
+const LIB_C: &str = r#"
+int lib_mix(int x) { int s = 0; for (int i = 0; i < (x & 63); i++) { if (i % 3) s += i * x; else s ^= x >> 1; } return s; }
+int lib_pick(int x) { switch (x & 7) { case 0: return x + 1; case 1: return x * 3; case 2: return x ^ 5; case 3: return x - 7; case 4: return x << 2; default: return lib_mix(x); } }
+"#;
+
+const MAIN_DSO_C: &str = r#"
+#include <stdio.h>
+int lib_mix(int x);
+int lib_pick(int x);
+static int helper(int x) { return (x & 1) ? lib_pick(x) : lib_mix(x); }
+__attribute__((noinline)) int walk(int n) { int t = 0; for (int i = 0; i < n; i++) { t += helper(i); if (t > 100000) t -= 99999; } return t; }
+int main(int argc, char **argv) { printf("%d\n", walk(argc * 30000)); return 0; }
+"#;
+
+fn build(
+    dir: &Path,
+    compiler: &str,
+    source: &str,
+    ext: &str,
+    flags: &[&str],
+    name: &str,
+) -> PathBuf {
+    let src = dir.join(format!("{name}.{ext}"));
+    std::fs::write(&src, source).unwrap();
+    let out = dir.join(name);
+    run_ok(
+        Command::new(compiler)
+            .args(["-O2", "-Wl,--build-id"])
+            .arg(&src)
+            // After the source, so that `-l` options resolve its references.
+            .args(flags)
+            .arg("-o")
+            .arg(&out)
+            .current_dir(dir),
+    );
+    out
+}
+
+/// The test programs: C with clang-19 and gcc, PIE and non-PIE, and without PLT; C++ with both
+/// compilers.
+fn programs(d: &Path) -> Vec<PathBuf> {
+    let nopie: &[&str] = &["-fno-pie", "-no-pie"];
+    let pie: &[&str] = &["-fpie", "-pie"];
+    vec![
+        build(d, CLANG_19, PROGRAM_C, "c", nopie, "c_clang_nopie"),
+        build(d, CLANG_19, PROGRAM_C, "c", pie, "c_clang_pie"),
+        build(d, GCC, PROGRAM_C, "c", nopie, "c_gcc_nopie"),
+        build(d, GCC, PROGRAM_C, "c", pie, "c_gcc_pie"),
+        // `release` tail-calls `free` through its GOT slot (`jmp *free@GOTPCREL(%rip)`).
+        build(d, GCC, PROGRAM_C, "c", &["-fno-plt"], "c_gcc_noplt"),
+        build(d, CLANGXX_19, PROGRAM_CXX, "cpp", &[], "cxx_clang"),
+        build(d, GXX, PROGRAM_CXX, "cpp", &[], "cxx_gcc"),
+    ]
+}
+
+/// Runs perf2bolt (LLVM 22) and ours with the same arguments on `binary`; returns both outputs.
+fn both(binary: &Path, input: &Path, extra: &[&str], dir: &Path, tag: &str) -> (Vec<u8>, Vec<u8>) {
+    let name = binary.file_name().unwrap().to_string_lossy();
+    let theirs = dir.join(format!("{name}.{tag}.llvm.yaml"));
+    let ours = dir.join(format!("{name}.{tag}.ours.yaml"));
+    for (cmd, out) in [(Command::new(PERF2BOLT_22), &theirs), (profmill(), &ours)] {
+        let mut cmd = cmd;
+        if cmd.get_program() != PERF2BOLT_22 {
+            cmd.arg("perf2bolt");
+        }
+        // perf2bolt writes the path it was given into `binary-name`: both get the same one.
+        run_ok(
+            cmd.arg(binary)
+                .arg("-p")
+                .arg(input)
+                .arg("-o")
+                .arg(out)
+                .arg("--profile-format=yaml")
+                .args(extra),
+        );
+    }
+    (
+        std::fs::read(&ours).unwrap(),
+        std::fs::read(&theirs).unwrap(),
+    )
+}
+
+fn assert_same_yaml(binary: &Path, input: &Path, extra: &[&str], dir: &Path, tag: &str) {
+    let (ours, theirs) = both(binary, input, extra, dir, tag);
+    assert!(
+        theirs.len() > 200,
+        "perf2bolt wrote little: {}",
+        String::from_utf8_lossy(&theirs)
+    );
+    assert!(
+        ours == theirs,
+        "{} ({tag}): YAML differs from perf2bolt 22: {}",
+        binary.display(),
+        first_difference(&ours, &theirs)
+    );
+}
+
+#[test]
+fn lbr_yaml_equals_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) || !have_tool(GCC) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (n, binary) in programs(d).iter().enumerate() {
+        let capture = d.join(format!("{n}.data"));
+        generate_capture(&capture, &[binary], 2, 64, false, 3 + n as u64);
+        assert_same_yaml(binary, &capture, &[], d, "layout");
+        assert_same_yaml(binary, &capture, &["--profile-use-dfs"], d, "dfs");
+        // A basic profile of the same capture (its samples' addresses).
+        assert_same_yaml(binary, &capture, &["--ba"], d, "basic");
+    }
+}
+
+#[test]
+fn shared_library_yaml_equals_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(GCC) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = build(d, GCC, LIB_C, "c", &["-shared", "-fPIC"], "libyaml.so");
+    let main = build(
+        d,
+        GCC,
+        MAIN_DSO_C,
+        "c",
+        &["-fPIE", "-pie", "-L.", "-lyaml"],
+        "app_dyn",
+    );
+    let capture = d.join("dso.data");
+    generate_capture(&capture, &[&main, &lib], 3, 3000, false, 7);
+    for binary in [&main, &lib] {
+        assert_same_yaml(binary, &capture, &[], d, "layout");
+        assert_same_yaml(binary, &capture, &["--profile-use-dfs"], d, "dfs");
+    }
+}
+
+#[test]
+fn save_profile_writes_the_same_yaml_besides_the_fdata() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, CLANG_19, PROGRAM_C, "c", &[], "w_prog");
+    let capture = d.join("w.data");
+    generate_capture(&capture, &[&binary], 1, 64, false, 11);
+    let (yaml, _) = both(&binary, &capture, &[], d, "o");
+    for spelling in ["-w", "--w"] {
+        let saved = d.join(format!("saved{spelling}.yaml"));
+        let fdata = d.join("w.fdata");
+        run_ok(
+            profmill()
+                .arg("perf2bolt")
+                .arg(&binary)
+                .arg("-p")
+                .arg(&capture)
+                .arg("-o")
+                .arg(&fdata)
+                .arg(spelling)
+                .arg(&saved),
+        );
+        assert_eq!(std::fs::read(&saved).unwrap(), yaml, "{spelling}");
+        let fdata = std::fs::read_to_string(&fdata).unwrap();
+        assert!(
+            fdata.starts_with("1 ") || fdata.starts_with("0 "),
+            "{fdata:.80}"
+        );
+    }
+}
+
+#[test]
+fn basic_cpu_clock_yaml_equals_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(PERF) || !have_tool(CLANG_19) || !have_tool(GXX) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let all = programs(d);
+    for binary in [&all[0], &all[3], &all[6]] {
+        let capture = d.join(format!(
+            "{}.cpu.data",
+            binary.file_name().unwrap().to_string_lossy()
+        ));
+        let recorded = Command::new(PERF)
+            .args(["record", "-q", "-e", "cpu-clock", "-o"])
+            .arg(&capture)
+            .arg(binary)
+            .arg("x")
+            .output()
+            .unwrap();
+        if !recorded.status.success() {
+            tool_missing("perf record -e cpu-clock (not permitted here)");
+            return;
+        }
+        assert_same_yaml(binary, &capture, &["--ba"], d, "cpu-clock");
+        assert_same_yaml(
+            binary,
+            &capture,
+            &["--ba", "--profile-use-dfs"],
+            d,
+            "cpu-clock-dfs",
+        );
+    }
+}
+
+#[test]
+fn propeller_sample_yaml_equals_perf2bolt_22() {
+    let (Some(binary), Some(capture)) = (
+        existing(shared_perf("autofdo-propeller_sample_1.bin")),
+        existing(shared_perf("autofdo-propeller_sample_1.perf.data")),
+    ) else {
+        return;
+    };
+    if !have_tool(PERF2BOLT_22) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    assert_same_yaml(&binary, &capture, &[], dir.path(), "layout");
+    assert_same_yaml(&binary, &capture, &["--profile-use-dfs"], dir.path(), "dfs");
+}
+
+#[test]
+fn aggregate_and_export_write_perf2bolts_yaml() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(GCC) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, GCC, PROGRAM_CXX, "cpp", &["-lstdc++"], "agg_prog");
+    let capture = d.join("agg.data");
+    generate_capture(&capture, &[&binary], 2, 200, false, 5);
+    let (_, theirs) = both(&binary, &capture, &[], d, "reference");
+    let aggregated = d.join("aggregated.yaml");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "yaml", "-o"])
+            .arg(&aggregated),
+    );
+    let ours = std::fs::read(&aggregated).unwrap();
+    assert!(
+        ours == theirs,
+        "aggregate: {}",
+        first_difference(&ours, &theirs)
+    );
+    let store = d.join("agg.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let exported = d.join("exported.yaml");
+    run_ok(
+        profmill()
+            .arg("export")
+            .arg(&store)
+            .arg("-b")
+            .arg(&binary)
+            .args(["--format", "yaml", "-o"])
+            .arg(&exported),
+    );
+    let ours = std::fs::read(&exported).unwrap();
+    assert!(
+        ours == theirs,
+        "export: {}",
+        first_difference(&ours, &theirs)
+    );
+}
+
+/// perf2bolt 22's YAML of `binary` on a capture generated with `seed`.
+fn llvm_yaml(binary: &Path, dir: &Path, seed: u64, extra: &[&str]) -> PathBuf {
+    let capture = dir.join(format!("m{seed}.data"));
+    generate_capture(&capture, &[binary], 1, 40 + seed as u32, false, seed);
+    let out = dir.join(format!("m{seed}{}.yaml", extra.join("")));
+    run_ok(
+        Command::new(PERF2BOLT_22)
+            .arg(binary)
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&out)
+            .arg("--profile-format=yaml")
+            .args(extra),
+    );
+    out
+}
+
+fn merge_fdata(tool: Option<&str>, inputs: &[&Path], out: &Path) -> std::process::Output {
+    let mut cmd = match tool {
+        Some(t) => Command::new(t),
+        None => {
+            let mut c = profmill();
+            c.arg("merge-fdata");
+            c
+        }
+    };
+    cmd.args(inputs).arg("-o").arg(out).output().unwrap()
+}
+
+#[test]
+fn merge_fdata_of_yaml_equals_llvm_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(MERGE_FDATA_22) || !have_tool(CLANGXX_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cxx = build(d, CLANGXX_19, PROGRAM_CXX, "cpp", &[], "merge_cxx");
+    let c = build(d, GCC, PROGRAM_C, "c", &[], "merge_c");
+    let a = llvm_yaml(&cxx, d, 21, &[]);
+    let b = llvm_yaml(&cxx, d, 22, &[]);
+    let e = llvm_yaml(&cxx, d, 23, &[]);
+    let other = llvm_yaml(&c, d, 24, &[]);
+    let cases: Vec<Vec<&Path>> = vec![
+        vec![&a, &b, &e],
+        vec![&e, &a],
+        vec![&a],
+        // Two binaries: the same names with other fids, which merge-fdata refuses.
+        vec![&a, &other, &b],
+    ];
+    for inputs in cases {
+        let theirs = d.join("theirs.yaml");
+        let ours = d.join("ours.yaml");
+        let t = merge_fdata(Some(MERGE_FDATA_22), &inputs, &theirs);
+        let o = merge_fdata(None, &inputs, &ours);
+        assert_eq!(t.status.success(), o.status.success(), "{inputs:?}: {o:?}");
+        if !t.status.success() {
+            let said = String::from_utf8_lossy(&o.stderr);
+            assert!(said.contains("ID mismatch"), "{said}");
+            continue;
+        }
+        let (t, o) = (
+            std::fs::read(&theirs).unwrap(),
+            std::fs::read(&ours).unwrap(),
+        );
+        assert!(t == o, "{inputs:?}: {}", first_difference(&o, &t));
+    }
+    // Mixing YAML with fdata fails either way round, as in merge-fdata.
+    let fdata = d.join("one.fdata");
+    std::fs::write(&fdata, "1 main 0 1 main 10 0 5\n").unwrap();
+    for inputs in [vec![a.as_path(), &fdata], vec![&fdata, &a]] {
+        let t = merge_fdata(Some(MERGE_FDATA_22), &inputs, &d.join("t.out"));
+        let o = merge_fdata(None, &inputs, &d.join("o.out"));
+        assert!(!t.status.success(), "{inputs:?}");
+        assert!(!o.status.success(), "{inputs:?}");
+        let message = String::from_utf8_lossy(&o.stderr);
+        assert!(message.contains(&*inputs[1].to_string_lossy()), "{message}");
+        assert!(!d.join("o.out").exists());
+    }
+}
+
+/// The bytes of `.text` of an ELF file.
+fn text_section(path: &Path) -> Vec<u8> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.section_by_name(".text")
+        .unwrap()
+        .data()
+        .unwrap()
+        .to_vec()
+}
+
+#[test]
+fn llvm_bolt_optimizes_alike_with_our_yaml_and_reads_back_its_own() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(LLVM_BOLT_22) || !have_tool(MERGE_FDATA_22) {
+        return;
+    }
+    if !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(
+        d,
+        CLANG_19,
+        PROGRAM_C,
+        "c",
+        &["-Wl,--emit-relocs"],
+        "bolt_c",
+    );
+    let capture = d.join("bolt.data");
+    generate_capture(&capture, &[&binary], 2, 200, false, 9);
+    let (_, _) = both(&binary, &capture, &[], d, "bolt");
+    let name = binary.file_name().unwrap().to_string_lossy().into_owned();
+    let ours = d.join(format!("{name}.bolt.ours.yaml"));
+    let theirs = d.join(format!("{name}.bolt.llvm.yaml"));
+    let bolt = |profile: &Path, out: &Path, saved: &Path| {
+        run_ok(
+            Command::new(LLVM_BOLT_22)
+                .arg(&binary)
+                .arg("-o")
+                .arg(out)
+                .arg("--data")
+                .arg(profile)
+                .args(["--reorder-blocks=ext-tsp", "--reorder-functions=cdsort"])
+                .arg("-w")
+                .arg(saved),
+        );
+    };
+    let (ours_out, theirs_out) = (d.join("bolted.ours"), d.join("bolted.llvm"));
+    let (ours_w, theirs_w) = (d.join("w.ours.yaml"), d.join("w.llvm.yaml"));
+    bolt(&ours, &ours_out, &ours_w);
+    bolt(&theirs, &theirs_out, &theirs_w);
+    assert_eq!(text_section(&ours_out), text_section(&theirs_out));
+    // What llvm-bolt -w writes, our reader reads: merge-fdata of it equals LLVM's.
+    let t = merge_fdata(Some(MERGE_FDATA_22), &[&ours_w, &ours], &d.join("t.yaml"));
+    let o = merge_fdata(None, &[&ours_w, &ours], &d.join("o.yaml"));
+    assert_eq!(t.status.success(), o.status.success(), "{o:?} / {t:?}");
+    if t.status.success() {
+        assert_eq!(
+            std::fs::read(d.join("t.yaml")).unwrap(),
+            std::fs::read(d.join("o.yaml")).unwrap()
+        );
+    }
+    let t = merge_fdata(Some(MERGE_FDATA_22), &[&ours_w], &d.join("t1.yaml"));
+    let o = merge_fdata(None, &[&ours_w], &d.join("o1.yaml"));
+    assert!(t.status.success() && o.status.success(), "{o:?}");
+    assert_eq!(
+        std::fs::read(d.join("t1.yaml")).unwrap(),
+        std::fs::read(d.join("o1.yaml")).unwrap()
+    );
+}
+
+/// llvm-bolt's stale-profile report lines (`--infer-stale-profile`).
+fn stale_matching(binary: &Path, profile: &Path, out: &Path) -> Vec<String> {
+    let output = run_ok(
+        Command::new(LLVM_BOLT_22)
+            .arg(binary)
+            .arg("-o")
+            .arg(out)
+            .arg("--data")
+            .arg(profile)
+            .args(["--infer-stale-profile", "--reorder-blocks=ext-tsp"]),
+    );
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    text.lines()
+        .filter(|l| l.contains("stale") || l.contains("inferred profile"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn stale_profile_inference_matches_as_many_blocks_with_our_yaml() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(LLVM_BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let old = build(d, CLANG_19, PROGRAM_C, "c", &[], "stale_old");
+    let changed = PROGRAM_C.replace("s -= i;", "s -= i + 1;");
+    let new = build(d, CLANG_19, &changed, "c", &[], "stale_new");
+    let capture = d.join("stale.data");
+    generate_capture(&capture, &[&old], 2, 200, false, 9);
+    let (_, _) = both(&old, &capture, &[], d, "stale");
+    let ours = stale_matching(&new, &d.join("stale_old.stale.ours.yaml"), &d.join("n1"));
+    let theirs = stale_matching(&new, &d.join("stale_old.stale.llvm.yaml"), &d.join("n2"));
+    assert!(
+        ours.iter().any(|l| l.contains("exact match")),
+        "no stale matching happened: {ours:?}"
+    );
+    assert_eq!(ours, theirs);
+    assert_eq!(text_section(&d.join("n1")), text_section(&d.join("n2")));
+}

@@ -1,0 +1,675 @@
+//! BOLT's YAML profile from a symbolized profile, as `perf2bolt --profile-format=yaml` (LLVM 22)
+//! writes it: the aggregated branch lines are put on the functions' CFGs the way
+//! `DataAggregator` does while it aggregates, then `YAMLProfileWriter::convert` turns each
+//! profiled function into a record.
+//!
+//! * `recordBranch` for every intra-function line (branches and fall-throughs alike: a
+//!   fall-through is always a valid edge, so the two agree on it): the count lands on the edge
+//!   from the block holding the source to the block at the target, with BOLT's repairs (a
+//!   target past the nops at a block's start, a branch to the block after a `jcc; jmp` pair
+//!   counted on the fall-through block's edge, returns from tail calls ignored);
+//! * `recordEntry` for lines entering a function (from another, from an unknown address, or a
+//!   recursive call to offset 0): at offset 0 the function's and the entry block's `exec`;
+//! * `convertBranchData` for lines leaving from calls: direct calls (tail calls included) add
+//!   to the call's count, conditional tail calls to their taken and mispredicted counts, and
+//!   indirect calls and jumps list each target;
+//! * the writer keeps the entry block, blocks with call sites, and blocks with a counted edge
+//!   in or out; call sites name callees by BOLT's function numbers.
+//!
+//! Basic (`no_lbr`) profiles have no edges: LLVM 22 writes each sampled function with
+//! `sample` in the header flags and no blocks.
+//!
+//! Not modelled: secondary entry points, and the landing pads of `--profile-use-dfs` order
+//! (BOLT pushes a block's landing pads before its successors).
+
+use std::collections::BTreeSet;
+
+use hashbrown::HashMap;
+use iced_x86::{ConditionCode, Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind};
+use rayon::prelude::*;
+
+use formats::bolt::yaml;
+
+use super::cfg::{self, Body, Cfg};
+use super::eh::CallSite;
+use super::functions::{Function, Functions};
+use super::hash;
+use super::memory::DataObjects;
+use super::x86::Llvm;
+use super::{Branch, Fdata, Loc};
+
+/// What the header says and how blocks are ordered.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `binary-name`: the binary's path as given to perf2bolt.
+    pub binary_name: String,
+    /// The binary's GNU build id in hex, if it has one.
+    pub build_id: Option<String>,
+    /// `--profile-use-dfs`: blocks numbered in BOLT's depth-first order (and the function hash
+    /// taken in that order).
+    pub use_dfs: bool,
+}
+
+/// How BOLT classifies one instruction, as far as the profile needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Other,
+    Nop,
+    /// A direct call or a direct jump out of the function (a tail call), with its target.
+    Call(u64),
+    /// A conditional jump out of the function (a conditional tail call).
+    CondTailCall(u64),
+    /// An indirect call or jump (through a jump table or not).
+    Indirect,
+    /// A conditional branch inside the function.
+    CondBranch(ConditionCode),
+    /// An unconditional jump inside the function.
+    Jump,
+    /// A return or a trap.
+    End,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Insn {
+    offset: u64,
+    kind: Kind,
+}
+
+/// A profiled function's counts on its CFG.
+struct Counted<'c> {
+    cfg: &'c Cfg,
+    insns: Vec<Insn>,
+    /// Per block, per successor (in the CFG's order): (count, mispredictions).
+    edges: Vec<Vec<(u64, u64)>>,
+    exec: Vec<u64>,
+    function_exec: u64,
+    /// Per instruction offset: the direct call's count, or the conditional tail call's
+    /// (taken, mispredicted) counts.
+    call_counts: HashMap<u64, (u64, u64)>,
+    /// Per indirect call or jump offset: (target function, count, mispredictions) in line
+    /// order.
+    indirect: HashMap<u64, Vec<(Option<u32>, u64, u64)>>,
+}
+
+/// The lines of one function, split as BOLT files them.
+#[derive(Default)]
+struct Lines {
+    /// Branches and fall-throughs inside the function (not to offset 0).
+    intra: Vec<(u64, u64, Branch)>,
+    /// Transfers leaving the function (or recursive calls): source offset, target.
+    out: Vec<(u64, Loc, Branch)>,
+    /// Transfers entering the function: target offset.
+    entries: Vec<(u64, Branch)>,
+}
+
+/// Every line of `fdata`, summed, filed by function.
+fn file_lines(fdata: &Fdata) -> HashMap<u32, Lines> {
+    let mut summed: HashMap<(Loc, Loc), Branch> = HashMap::new();
+    for part in &fdata.parts {
+        for &(key, b) in part {
+            let s = summed.entry(key).or_default();
+            s.count = s.count.wrapping_add(b.count);
+            s.mispreds = s.mispreds.wrapping_add(b.mispreds);
+        }
+    }
+    let mut keys: Vec<((Loc, Loc), Branch)> = summed.into_iter().collect();
+    // BOLT keeps each function's lines sorted by (source, target); indirect targets are
+    // listed in that order.
+    keys.sort_unstable_by_key(|&((from, to), _)| {
+        (from.offset, to.func.is_some(), to.func, to.offset)
+    });
+    let mut by_function: HashMap<u32, Lines> = HashMap::new();
+    for ((from, to), b) in keys {
+        match (from.func, to.func) {
+            (Some(f), Some(g)) if f == g && to.offset != 0 => {
+                by_function
+                    .entry(f)
+                    .or_default()
+                    .intra
+                    .push((from.offset, to.offset, b));
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(f) = from.func {
+            by_function
+                .entry(f)
+                .or_default()
+                .out
+                .push((from.offset, to, b));
+        }
+        if let Some(g) = to.func {
+            by_function
+                .entry(g)
+                .or_default()
+                .entries
+                .push((to.offset, b));
+        }
+    }
+    by_function
+}
+
+/// Decodes `f` into BOLT's instruction list (a `lock` prefix is an instruction of its own).
+fn instructions(functions: &Functions, f: &Function) -> Vec<Insn> {
+    let code = functions.function_code(f);
+    let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
+    let mut out = Vec::new();
+    for ins in &mut decoder {
+        if ins.is_invalid() {
+            break;
+        }
+        let mut offset = ins.ip() - f.address;
+        if code.get(offset as usize) == Some(&0xf0) {
+            out.push(Insn {
+                offset,
+                kind: Kind::Other,
+            });
+            offset += 1;
+        }
+        let direct = matches!(
+            ins.op0_kind(),
+            OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+        );
+        let kind = match ins.flow_control() {
+            FlowControl::Call if direct => Kind::Call(ins.near_branch_target()),
+            FlowControl::Call | FlowControl::IndirectCall | FlowControl::IndirectBranch => {
+                Kind::Indirect
+            }
+            FlowControl::UnconditionalBranch if direct => {
+                if f.contains(ins.near_branch_target()) {
+                    Kind::Jump
+                } else {
+                    Kind::Call(ins.near_branch_target())
+                }
+            }
+            FlowControl::ConditionalBranch if direct => {
+                if f.contains(ins.near_branch_target()) {
+                    Kind::CondBranch(ins.condition_code())
+                } else {
+                    Kind::CondTailCall(ins.near_branch_target())
+                }
+            }
+            FlowControl::Next if ins.mnemonic() == Mnemonic::Nop => Kind::Nop,
+            FlowControl::Next => Kind::Other,
+            _ => Kind::End,
+        };
+        out.push(Insn { offset, kind });
+    }
+    out
+}
+
+impl<'c> Counted<'c> {
+    /// `f`'s CFG with no counts yet.
+    fn new(functions: &Functions, f: &Function, cfg: &'c Cfg) -> Counted<'c> {
+        Counted {
+            cfg,
+            insns: instructions(functions, f),
+            edges: cfg
+                .blocks
+                .iter()
+                .map(|b| vec![(0, 0); b.successors.len()])
+                .collect(),
+            exec: vec![0; cfg.blocks.len()],
+            function_exec: 0,
+            call_counts: HashMap::new(),
+            indirect: HashMap::new(),
+        }
+    }
+
+    fn insn_at(&self, offset: u64) -> Option<&Insn> {
+        self.insns
+            .binary_search_by_key(&offset, |i| i.offset)
+            .ok()
+            .map(|i| &self.insns[i])
+    }
+
+    /// The instructions of block `b`.
+    fn block_insns(&self, b: usize) -> &[Insn] {
+        let start = self.cfg.blocks[b].offset;
+        let end = self
+            .cfg
+            .blocks
+            .get(b + 1)
+            .map_or(self.cfg.size, |n| n.offset);
+        let lo = self.insns.partition_point(|i| i.offset < start);
+        let hi = self.insns.partition_point(|i| i.offset < end);
+        &self.insns[lo..hi]
+    }
+
+    fn edge(&mut self, from: usize, to: usize) -> Option<&mut (u64, u64)> {
+        let k = self.cfg.blocks[from]
+            .successors
+            .iter()
+            .position(|&s| s == to)?;
+        Some(&mut self.edges[from][k])
+    }
+
+    /// `DataReader::recordBranch` (the count goes on the edge; false if it matches no edge).
+    fn record_branch(&mut self, from: u64, to: u64, count: u64, mispreds: u64) -> bool {
+        let cfg = self.cfg;
+        let (Some(from_bb), Some(mut to_bb)) =
+            (cfg.block_containing(from), cfg.block_containing(to))
+        else {
+            return false;
+        };
+        if from == to || cfg.blocks[from_bb].successors.is_empty() {
+            return true;
+        }
+        let mut matches = to == cfg.blocks[to_bb].offset;
+        if !matches {
+            // Past the nops at the block's start (old fdata).
+            let mut offset = cfg.blocks[to_bb].offset;
+            let insns = self.block_insns(to_bb);
+            for (n, i) in insns.iter().enumerate() {
+                if i.kind != Kind::Nop {
+                    break;
+                }
+                offset = insns.get(n + 1).map_or(offset, |next| next.offset);
+            }
+            matches = to == offset;
+        }
+        if !matches {
+            if let Some(last) = self.block_insns(to_bb).last() {
+                if to == last.offset && last.kind == Kind::Jump {
+                    return true;
+                }
+                if to <= last.offset {
+                    return false;
+                }
+            }
+            if to_bb + 1 >= cfg.blocks.len() {
+                return false;
+            }
+            to_bb += 1;
+        }
+        let Some(from_insn) = self.insn_at(from).copied() else {
+            return false;
+        };
+        if !cfg.blocks[from_bb].successors.contains(&to_bb) {
+            let is_call = matches!(from_insn.kind, Kind::Call(_) | Kind::Indirect);
+            if is_call && to_bb == 0 {
+                return true;
+            }
+            let block = &cfg.blocks[from_bb];
+            let ft = (block.successors.len() == 2).then(|| block.successors[1]);
+            match ft {
+                Some(ft) if cfg.blocks[ft].successors == [to_bb] => {
+                    let e = self.edge(ft, to_bb).expect("checked");
+                    e.0 = e.0.wrapping_add(count);
+                    if count != 0 {
+                        e.1 = e.1.wrapping_add(mispreds);
+                    }
+                    to_bb = ft;
+                }
+                _ => return false,
+            }
+        }
+        let e = self.edge(from_bb, to_bb).expect("checked");
+        e.0 = e.0.wrapping_add(count);
+        if count != 0 {
+            e.1 = e.1.wrapping_add(mispreds);
+        }
+        true
+    }
+}
+
+/// The CFGs of `indices`, their jump tables bounded by each other's as BOLT bounds them.
+fn bodies(functions: &Functions, indices: &[u32]) -> (HashMap<u32, Body>, BTreeSet<u64>) {
+    let mut phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = indices
+        .par_iter()
+        .map(|&i| (i, cfg::disassemble(functions, functions.get(i as usize))))
+        .collect();
+    // The same secondary entry points and ignored functions as the fdata path.
+    let super::EntryPoints { entries, ignored } = super::entry_points(functions, &phase_one);
+    for (i, d) in phase_one.iter_mut() {
+        if let (Some(why), true) = (ignored.get(i), d.is_ok()) {
+            *d = Err(Body::NoCfg(why.clone()));
+        }
+    }
+    let tables: BTreeSet<u64> = phase_one
+        .iter()
+        .filter_map(|(_, d)| d.as_ref().ok())
+        .flat_map(|d| d.table_addresses())
+        .collect();
+    let bodies = phase_one
+        .into_par_iter()
+        .map(|(i, d)| {
+            let body = match d {
+                Ok(d) => {
+                    let e = entries.get(&i).map_or(&[][..], Vec::as_slice);
+                    cfg::finish(functions, functions.get(i as usize), d, &tables, e)
+                }
+                Err(body) => body,
+            };
+            (i, body)
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect();
+    (bodies, tables)
+}
+
+/// `BinaryBasicBlock::landing_pads` of each block: the pads of its calls, in instruction
+/// order, each once.
+fn block_landing_pads(counted: &Counted, f: &Function, sites: &[CallSite]) -> Vec<Vec<usize>> {
+    let cfg = counted.cfg;
+    (0..cfg.blocks.len())
+        .map(|b| {
+            let mut pads: Vec<usize> = Vec::new();
+            for insn in counted.block_insns(b) {
+                if !matches!(insn.kind, Kind::Call(_) | Kind::Indirect) {
+                    continue;
+                }
+                let address = f.address + insn.offset;
+                let Some(site) = sites.iter().find(|s| s.start <= address && address < s.end)
+                else {
+                    continue;
+                };
+                let pad = site.pad.wrapping_sub(f.address);
+                if let Ok(p) = cfg.blocks.binary_search_by_key(&pad, |b| b.offset) {
+                    if !pads.contains(&p) {
+                        pads.push(p);
+                    }
+                }
+            }
+            pads
+        })
+        .collect()
+}
+
+/// `BinaryFunction::dfs`: from the entry, a block's landing pads pushed first, then its
+/// successors in order, but the two of a conditional branch pushed so that the taken one comes
+/// first unless the condition is BOLT's canonical one.
+fn dfs_order(counted: &Counted, pads: &[Vec<usize>]) -> Vec<usize> {
+    let cfg = counted.cfg;
+    let mut order = Vec::with_capacity(cfg.blocks.len());
+    let mut seen = vec![false; cfg.blocks.len()];
+    let mut stack = vec![0usize];
+    while let Some(b) = stack.pop() {
+        if std::mem::replace(&mut seen[b], true) {
+            continue;
+        }
+        order.push(b);
+        stack.extend(pads[b].iter().copied());
+        let succ = &cfg.blocks[b].successors;
+        let cond = counted
+            .block_insns(b)
+            .iter()
+            .rev()
+            .find_map(|i| match i.kind {
+                Kind::CondBranch(cc) => Some(cc),
+                _ => None,
+            });
+        match cond {
+            Some(cc) if succ.len() == 2 => {
+                if is_canonical(cc) {
+                    stack.extend([succ[0], succ[1]]);
+                } else {
+                    stack.extend([succ[1], succ[0]]);
+                }
+            }
+            _ => stack.extend(succ.iter().copied()),
+        }
+    }
+    order
+}
+
+/// X86's `getCanonicalBranchCondCode(cc) == cc`.
+fn is_canonical(cc: ConditionCode) -> bool {
+    use ConditionCode as C;
+    matches!(cc, C::e | C::l | C::g | C::b | C::a | C::s | C::p | C::o)
+}
+
+/// The YAML profile of `fdata` (symbolized from `data`, the binary's bytes) as perf2bolt 22
+/// writes it.
+pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
+    let functions = fdata.functions;
+    let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
+    let mut header = yaml::Header {
+        binary_name: options.binary_name.clone(),
+        build_id: Some(
+            options
+                .build_id
+                .clone()
+                .unwrap_or_else(|| "<unknown>".into()),
+        ),
+        flags: vec![],
+        origin: "perf data aggregator".into(),
+        events: String::new(),
+        dfs_order: options.use_dfs,
+        xxh3: true,
+    };
+    // A basic profile's functions: those sampled, with no counts (LLVM 22 gives their
+    // blocks no counts in aggregation mode).
+    let basic = fdata.basic_events.is_some();
+    if let Some(events) = &fdata.basic_events {
+        header.events = events.join(",");
+    }
+    let lines = if basic {
+        fdata
+            .samples
+            .keys()
+            .map(|&(f, _)| (f, Lines::default()))
+            .collect()
+    } else {
+        file_lines(fdata)
+    };
+    let mut profiled: Vec<u32> = lines.keys().copied().collect();
+    profiled.sort_unstable();
+    let (bodies, jump_tables) = bodies(functions, &profiled);
+    let objects = DataObjects::from_elf(data, functions);
+    let relocations = hash::relocations(data);
+    let call_sites = object::File::parse(data)
+        .map(|file| super::eh::call_sites(&file))
+        .unwrap_or_default();
+    let ctx = hash::Context {
+        functions,
+        objects: &objects,
+        jump_tables: &jump_tables,
+        relocations: &relocations,
+    };
+    let records: Vec<yaml::Function> = profiled
+        .par_iter()
+        .map(|&i| {
+            let f = functions.get(i as usize);
+            let l = &lines[&i];
+            let mut record = yaml::Function {
+                name: super::printed_name(f, fdata.bolted).to_string(),
+                fid: numbers[i as usize],
+                exec: l
+                    .entries
+                    .iter()
+                    .filter(|e| e.0 == 0)
+                    .fold(0u64, |a, e| a.wrapping_add(e.1.count)),
+                ..yaml::Function::default()
+            };
+            if let Some(Body::Cfg(cfg)) = bodies.get(&i).filter(|_| basic) {
+                record.nblocks = cfg.blocks.len() as u32;
+                record.hash = hash::hashes(&ctx, f, cfg, Llvm::V22).map_or(0, |h| h.function);
+                if options.use_dfs {
+                    let c = Counted::new(functions, f, cfg);
+                    let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
+                    let order = dfs_order(&c, &block_landing_pads(&c, f, sites));
+                    record.hash = hash::hashes_in_order(&ctx, f, cfg, Llvm::V22, Some(&order))
+                        .map_or(0, |h| h.function);
+                }
+            } else if let Some(Body::Cfg(cfg)) = bodies.get(&i) {
+                let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
+                convert(
+                    &ctx,
+                    f,
+                    cfg,
+                    l,
+                    (&numbers, options.use_dfs),
+                    sites,
+                    &mut record,
+                );
+            }
+            record
+        })
+        .collect();
+    // The flags of the functions with a profile and blocks (none: `[  ]`).
+    let any = records.iter().any(|r| r.nblocks != 0);
+    header.flags = match (any, basic) {
+        (false, _) => vec![],
+        (true, true) => vec!["sample"],
+        (true, false) => vec!["lbr"],
+    };
+    yaml::Profile {
+        header,
+        functions: records,
+    }
+}
+
+/// `YAMLProfileWriter::convert` of one function with a CFG.
+fn convert(
+    ctx: &hash::Context,
+    f: &Function,
+    cfg: &Cfg,
+    l: &Lines,
+    (numbers, use_dfs): (&[u32], bool),
+    sites: &[CallSite],
+    record: &mut yaml::Function,
+) {
+    let functions = ctx.functions;
+    let mut c = Counted::new(functions, f, cfg);
+    for &(to, b) in &l.entries {
+        if to > f.size {
+            continue;
+        }
+        if to == 0 {
+            c.function_exec = c.function_exec.wrapping_add(b.count);
+            c.exec[0] = c.exec[0].wrapping_add(b.count);
+        }
+    }
+    for &(from, to, b) in &l.intra {
+        c.record_branch(from, to, b.count, b.mispreds);
+    }
+    for &(from, to, b) in &l.out {
+        let Some(insn) = c.insn_at(from).copied() else {
+            continue;
+        };
+        match insn.kind {
+            Kind::Indirect => c
+                .indirect
+                .entry(from)
+                .or_default()
+                .push((to.func, b.count, b.mispreds)),
+            Kind::Call(_) => {
+                let e = c.call_counts.entry(from).or_default();
+                e.0 = e.0.wrapping_add(b.count);
+            }
+            Kind::CondTailCall(_) => {
+                let e = c.call_counts.entry(from).or_default();
+                e.0 = e.0.wrapping_add(b.count);
+                e.1 = e.1.wrapping_add(b.mispreds);
+            }
+            _ => {}
+        }
+    }
+    let order: Vec<usize> = if use_dfs {
+        dfs_order(&c, &block_landing_pads(&c, f, sites))
+    } else {
+        (0..cfg.blocks.len()).collect()
+    };
+    let hashes = hash::hashes_in_order(ctx, f, cfg, Llvm::V22, Some(&order)).ok();
+    let mut index = vec![0u32; cfg.blocks.len()];
+    for (n, &b) in order.iter().enumerate() {
+        index[b] = n as u32;
+    }
+    record.nblocks = cfg.blocks.len() as u32;
+    record.exec = c.function_exec;
+    record.hash = hashes.as_ref().map_or(0, |h| h.function);
+    let fid_at = |target: u64| {
+        functions
+            .index_containing(target)
+            .filter(|&g| functions.get(g).address == target)
+            .map_or(0, |g| numbers[g])
+    };
+    let name_of =
+        |fid_index: Option<usize>| fid_index.map_or("", |g| functions.get(g).name.as_str());
+    // Incoming counts, for the rule that keeps blocks with counted edges.
+    let mut incoming = vec![0u64; cfg.blocks.len()];
+    for (b, block) in cfg.blocks.iter().enumerate() {
+        for (k, &s) in block.successors.iter().enumerate() {
+            incoming[s] = incoming[s].wrapping_add(c.edges[b][k].0);
+        }
+    }
+    for &b in &order {
+        let block = &cfg.blocks[b];
+        let mut out = yaml::Block {
+            bid: index[b],
+            insns: c.block_insns(b).len() as u32,
+            hash: hashes.as_ref().map_or(0, |h| h.blocks[b]),
+            exec: c.exec[b],
+            ..yaml::Block::default()
+        };
+        for insn in c.block_insns(b) {
+            let offset = (insn.offset - block.offset) as u32;
+            match insn.kind {
+                Kind::Indirect => {
+                    let Some(targets) = c.indirect.get(&insn.offset) else {
+                        continue;
+                    };
+                    let mut sites: Vec<(&str, yaml::Call)> = targets
+                        .iter()
+                        .map(|&(g, count, mispreds)| {
+                            let g = g.map(|g| g as usize);
+                            (
+                                name_of(g),
+                                yaml::Call {
+                                    offset,
+                                    fid: g.map_or(0, |g| numbers[g]),
+                                    disc: 0,
+                                    count,
+                                    mispreds,
+                                },
+                            )
+                        })
+                        .collect();
+                    sites.sort_by(|a, b| a.0.cmp(b.0));
+                    out.calls.extend(sites.into_iter().map(|s| s.1));
+                }
+                Kind::Call(target) | Kind::CondTailCall(target) => {
+                    let (count, mispreds) =
+                        c.call_counts.get(&insn.offset).copied().unwrap_or_default();
+                    let mispreds = if matches!(insn.kind, Kind::CondTailCall(_)) {
+                        mispreds
+                    } else {
+                        0
+                    };
+                    if count != 0 {
+                        out.calls.push(yaml::Call {
+                            offset,
+                            fid: fid_at(target),
+                            disc: 0,
+                            count,
+                            mispreds,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        let outgoing = c.edges[b].iter().fold(0u64, |a, e| a.wrapping_add(e.0));
+        let keep = !out.calls.is_empty()
+            || b == 0
+            || (block.is_landing_pad && c.exec[b] != 0)
+            || outgoing != 0
+            || incoming[b] != 0;
+        if !keep {
+            continue;
+        }
+        out.succ = block
+            .successors
+            .iter()
+            .zip(&c.edges[b])
+            .map(|(&s, &(count, mispreds))| yaml::Succ {
+                bid: index[s],
+                count,
+                mispreds,
+            })
+            .collect();
+        record.blocks.push(out);
+    }
+}
