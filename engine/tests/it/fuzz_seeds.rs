@@ -56,3 +56,17 @@ fn preagg_fdata_seeds_replay() {
         "the pre-aggregated seeds were not read"
     );
 }
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_seeds_replay() {
+    let scratch = tempfile::tempdir().unwrap();
+    let imported = replay("parquet", |d| {
+        engine::perf::parquet::check_fuzz_input(d, scratch.path());
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("seed.parquet");
+        std::fs::write(&input, d).unwrap();
+        engine::perf::parquet::import_parquet(&[input], &dir.path().join("s.pms")).is_ok()
+    });
+    assert!(imported >= 1, "no Parquet seed imports");
+}

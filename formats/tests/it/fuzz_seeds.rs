@@ -29,3 +29,17 @@ fn bat_seeds_replay() {
         formats::bolt::bat::check_fuzz_input(&data);
     }
 }
+
+#[test]
+fn yaml_seeds_replay() {
+    let seeds = seeds("yaml");
+    assert!(seeds.len() >= 2, "the YAML seeds are missing");
+    for (name, data) in seeds {
+        eprintln!("replaying {name}");
+        assert!(
+            formats::bolt::yaml::read(&data).is_ok(),
+            "{name}: a profile that no longer reads"
+        );
+        formats::bolt::yaml::check_fuzz_input(&data);
+    }
+}

@@ -427,6 +427,36 @@ fn push_binary(
     Ok(())
 }
 
+/// The fuzz target's check (and the seed replay test's): importing any bytes as a Parquet file
+/// fails with an error or yields a store, never panics; a store it yields exports to Parquet
+/// that imports to the same store bytes. Files go to a fresh directory under `scratch`, removed
+/// after.
+/// Public only for them.
+#[doc(hidden)]
+pub fn check_fuzz_input(data: &[u8], scratch: &Path) {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch.join(format!("profmill-fuzz-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let input = dir.join("in.parquet");
+    std::fs::write(&input, data).expect("scratch space");
+    let store = dir.join("a.pms");
+    if import_parquet(&[input], &store).is_ok() {
+        let again = dir.join("again.parquet");
+        export_parquet(&store, &again).expect("an imported store exports");
+        let store_again = dir.join("b.pms");
+        import_parquet(&[again], &store_again).expect("our own Parquet imports");
+        assert_eq!(
+            std::fs::read(&store).expect("store"),
+            std::fs::read(&store_again).expect("store"),
+            "store → Parquet → store changed the bytes"
+        );
+    } else {
+        assert!(!store.exists(), "a failed import left an output");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Writes the store at `store` as Parquet at `output` (atomically).
 pub fn export_parquet(store: &Path, output: &Path) -> Result<()> {
     let file = StoreFile::open(store)?;
