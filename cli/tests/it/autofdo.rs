@@ -30,7 +30,8 @@ const GARBLED: &str = "@garbled@";
 fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(bytes.len());
     let mut replaced = 0;
-    for line in bytes.split(|&b| b == b'\n') {
+    for line in whole_lines(bytes) {
+        let line = &line[..];
         let printable = line.iter().all(|&b| (0x20..0x7f).contains(&b));
         let indent = line.iter().take_while(|&&b| b == b' ').count();
         let colon = line.iter().position(|&b| b == b':');
@@ -48,6 +49,26 @@ fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
     }
     out.pop();
     (out, replaced)
+}
+
+/// The text's lines, where a line that does not end in a digit (every line of the text
+/// format ends in a count) is joined with the next ones until one does: a garbled name can
+/// hold a newline byte.
+fn whole_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut open = false;
+    for piece in bytes.split(|&b| b == b'\n') {
+        match lines.last_mut() {
+            Some(last) if open => {
+                last.push(b'\n');
+                last.extend_from_slice(piece);
+            }
+            _ => lines.push(piece.to_vec()),
+        }
+        let last = lines.last().expect("just pushed");
+        open = !last.is_empty() && !last.last().is_some_and(u8::is_ascii_digit);
+    }
+    lines
 }
 
 /// Line by line equality, where a [`GARBLED`] name of create_llvm_prof matches any name.
@@ -460,4 +481,16 @@ fn errors_are_clear() {
             "{style}: {e}"
         );
     }
+}
+
+/// create_llvm_prof's freed-memory names may hold any byte, a newline included.
+#[test]
+fn ungarble_joins_a_name_split_by_a_newline() {
+    let text = b"f:10:1\n 1: 5\n 11: \xff\"X\nZ:7\n  1: 3\n";
+    let (clean, replaced) = ungarble(text);
+    assert_eq!(replaced, 1);
+    assert_eq!(
+        String::from_utf8(clean).unwrap(),
+        format!("f:10:1\n 1: 5\n 11: {GARBLED}:7\n  1: 3\n")
+    );
 }
