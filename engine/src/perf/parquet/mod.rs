@@ -555,7 +555,11 @@ pub fn import_parquet(inputs: &[PathBuf], output: &Path) -> Result<ImportReport>
     }
     let mut gather = Gather::default();
     for f in &files {
-        read_file(f, &mut gather)?;
+        without_panics(|| read_file(f, &mut gather)).map_err(|why| Error::Parquet {
+            path: f.clone(),
+            offset: 0,
+            message: format!("corrupt Parquet file ({why})"),
+        })??;
     }
     let mut report = ImportReport {
         files: files.len(),
@@ -724,8 +728,18 @@ fn read_file(path: &Path, gather: &mut Gather) -> Result<()> {
         // A batch of rows at a time: an engine may write millions of rows in one row group.
         let mut done = 0;
         while done < rows {
-            let batch = cursors
-                .read(BATCH.min(rows - done))
+            let want = BATCH.min(rows - done);
+            let batch = without_panics(|| cursors.read(want))
+                .map_err(|why| {
+                    let start = (0..group.metadata().num_columns())
+                        .map(|c| group.metadata().column(c).byte_range().0)
+                        .min()
+                        .unwrap_or(footer);
+                    bad(
+                        start,
+                        format!("row group {g}, rows from {done}: corrupt column data ({why})"),
+                    )
+                })?
                 .map_err(|(c, e)| at(c, e.to_string()))?;
             batch
                 .gather(gather)
@@ -735,6 +749,25 @@ fn read_file(path: &Path, gather: &mut Gather) -> Result<()> {
         gather.rows += rows as u64;
     }
     Ok(())
+}
+
+/// Runs `f`, turning a panic into an error message. The `parquet` crate panics on some corrupt
+/// pages (fuzzing found a dictionary index past the dictionary, `encodings/rle.rs`); a corrupt
+/// input must be an error, never a crash. The panic hook is silenced meanwhile, so the user
+/// sees our one-line error and not the crate's panic message.
+fn without_panics<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    std::panic::set_hook(hook);
+    result.map_err(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        format!("the Parquet decoder failed: {what}")
+    })
 }
 
 /// Refuses a file whose key-value metadata names another schema or version. A file without
