@@ -53,6 +53,24 @@ pub const CREATE_GCOV: &str = "create_gcov";
 /// AutoFDO's perf.data to LLVM sample profile converter, found on `PATH` (Debian package `autofdo`).
 pub const CREATE_LLVM_PROF: &str = "create_llvm_prof";
 
+/// A C++ program with a rarely thrown exception (landing pads, a `.gcc_except_table`) and a
+/// hot loop, for the BOLT tests that build it with clang++ and g++ and compare CFG-level
+/// profiles and hashes with perf2bolt's.
+pub const EH_PROGRAM_CXX: &str = r#"
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+__attribute__((noinline)) int check(int x) { if (x == 77777) throw std::runtime_error("rare"); return x & 3; }
+__attribute__((noinline)) int run(int n) {
+  int s = 0;
+  for (int i = 0; i < n; i++) {
+    try { s += check(i); } catch (const std::exception &e) { std::fprintf(stderr, "%s\n", e.what()); s = -1; }
+  }
+  return s;
+}
+int main(int argc, char **) { std::vector<int> v(argc, 3); std::printf("%d\n", run(v.size() * 100000)); }
+"#;
+
 /// The environment variable that turns a missing reference tool from a failure into a skip.
 pub const SKIP_EXTERNAL: &str = "PROFMILL_SKIP_EXTERNAL";
 

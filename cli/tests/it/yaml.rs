@@ -53,21 +53,6 @@ int main(int argc, char **argv) {
 }
 "#;
 
-const PROGRAM_CXX: &str = r#"
-#include <cstdio>
-#include <stdexcept>
-#include <vector>
-__attribute__((noinline)) int check(int x) { if (x == 77777) throw std::runtime_error("rare"); return x & 3; }
-__attribute__((noinline)) int run(int n) {
-  int s = 0;
-  for (int i = 0; i < n; i++) {
-    try { s += check(i); } catch (const std::exception &e) { std::fprintf(stderr, "%s\n", e.what()); s = -1; }
-  }
-  return s;
-}
-int main(int argc, char **) { std::vector<int> v(argc, 3); std::printf("%d\n", run(v.size() * 100000)); }
-"#;
-
 const LIB_C: &str = r#"
 int lib_mix(int x) { int s = 0; for (int i = 0; i < (x & 63); i++) { if (i % 3) s += i * x; else s ^= x >> 1; } return s; }
 int lib_pick(int x) { switch (x & 7) { case 0: return x + 1; case 1: return x * 3; case 2: return x ^ 5; case 3: return x - 7; case 4: return x << 2; default: return lib_mix(x); } }
@@ -118,8 +103,8 @@ fn programs(d: &Path) -> Vec<PathBuf> {
         build(d, GCC, PROGRAM_C, "c", pie, "c_gcc_pie"),
         // `release` tail-calls `free` through its GOT slot (`jmp *free@GOTPCREL(%rip)`).
         build(d, GCC, PROGRAM_C, "c", &["-fno-plt"], "c_gcc_noplt"),
-        build(d, CLANGXX_19, PROGRAM_CXX, "cpp", &[], "cxx_clang"),
-        build(d, GXX, PROGRAM_CXX, "cpp", &[], "cxx_gcc"),
+        build(d, CLANGXX_19, EH_PROGRAM_CXX, "cpp", &[], "cxx_clang"),
+        build(d, GXX, EH_PROGRAM_CXX, "cpp", &[], "cxx_gcc"),
     ]
 }
 
@@ -298,7 +283,7 @@ fn aggregate_and_export_write_perf2bolts_yaml() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = build(d, GCC, PROGRAM_CXX, "cpp", &["-lstdc++"], "agg_prog");
+    let binary = build(d, GCC, EH_PROGRAM_CXX, "cpp", &["-lstdc++"], "agg_prog");
     let capture = d.join("agg.data");
     generate_capture(&capture, &[&binary], 2, 200, false, 5);
     let (_, theirs) = both(&binary, &capture, &[], d, "reference");
@@ -383,7 +368,7 @@ fn merge_fdata_of_yaml_equals_llvm_22() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cxx = build(d, CLANGXX_19, PROGRAM_CXX, "cpp", &[], "merge_cxx");
+    let cxx = build(d, CLANGXX_19, EH_PROGRAM_CXX, "cpp", &[], "merge_cxx");
     let c = build(d, GCC, PROGRAM_C, "c", &[], "merge_c");
     let a = llvm_yaml(&cxx, d, 21, &[]);
     let b = llvm_yaml(&cxx, d, 22, &[]);

@@ -50,21 +50,6 @@ int main(int argc, char **argv) {
 }
 "#;
 
-const PROGRAM_CXX: &str = r#"
-#include <cstdio>
-#include <stdexcept>
-#include <vector>
-__attribute__((noinline)) int check(int x) { if (x == 77777) throw std::runtime_error("rare"); return x & 3; }
-__attribute__((noinline)) int run(int n) {
-  int s = 0;
-  for (int i = 0; i < n; i++) {
-    try { s += check(i); } catch (const std::exception &e) { std::fprintf(stderr, "%s\n", e.what()); s = -1; }
-  }
-  return s;
-}
-int main(int argc, char **) { std::vector<int> v(argc, 3); std::printf("%d\n", run(v.size() * 100000)); }
-"#;
-
 fn build(
     dir: &Path,
     compiler: &str,
@@ -224,8 +209,8 @@ fn hashes_equal_perf2bolt_22_yaml() {
             "c_gcc_nopie",
         ),
         build(d, GCC, PROGRAM_C, false, &["-fpie", "-pie"], "c_gcc_pie"),
-        build(d, CLANGXX_19, PROGRAM_CXX, true, &[], "cxx_clang"),
-        build(d, GXX, PROGRAM_CXX, true, &[], "cxx_gcc"),
+        build(d, CLANGXX_19, EH_PROGRAM_CXX, true, &[], "cxx_clang"),
+        build(d, GXX, EH_PROGRAM_CXX, true, &[], "cxx_gcc"),
     ];
     let mut total = (0, 0, 0, 0);
     for b in &binaries {
@@ -363,7 +348,7 @@ fn hashes_equal_bat_of_llvm_19_and_22() {
             "bc_clang_pie",
         ),
         build(d, GCC, PROGRAM_C, false, &["-no-pie", q], "bc_gcc_nopie"),
-        build(d, CLANGXX_19, PROGRAM_CXX, true, &[q], "bcxx_clang"),
+        build(d, CLANGXX_19, EH_PROGRAM_CXX, true, &[q], "bcxx_clang"),
     ];
     for (bolt, v) in bolts {
         let mut total = (0, 0, 0, 0);
