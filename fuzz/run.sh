@@ -54,6 +54,13 @@ generate() {
         "$profmill" aggregate "$gen/lbr$i.perf.data" -b "$binary" --format fdata \
             -o "$gen/lbr$i.fdata" 2>/dev/null || true
     done
+    # Sample profiles in every encoding `convert` writes, from the shared text profiles.
+    for text in "$shared"/corpus/llvm-profdata/*/sample-profile.proftext; do
+        i=$((i + 1))
+        for to in binary extbinary gcov gcov-v1 gcov-v2 gcov-v3 gcov-v4 gcov-v4-compact gcov-v4-text; do
+            "$profmill" convert "$text" --to $to -o "$gen/sample.$to.$i" 2>/dev/null || true
+        done
+    done
     touch "$gen/.done"
 }
 
@@ -78,7 +85,9 @@ seed_dirs() {
         instrprof_indexed) files=("$shared"/corpus/llvm-profdata/*/*.profdata*) ;;
         instrprof_text) files=("$shared"/corpus/llvm-profdata/*/*.proftext) ;;
         sampleprof_text) files=("$shared"/corpus/llvm-profdata/*/*sample*.proftext) ;;
-        sampleprof_binary) files=("$shared"/corpus/llvm-profdata/*/*.profdata*) ;;
+        sampleprof_binary) files=("$shared"/corpus/llvm-profdata/*/*.profdata* "$gen"/sample.*binary.*) ;;
+        sampleprof_gcov) files=("$shared"/corpus/llvm-profdata/*/*.gcov "$shared"/corpus/llvm-profdata/*/*.afdo "$gen"/sample.gcov*) ;;
+        sampleprof_gcov_v4) files=("$gen"/sample.gcov-v4*) ;;
     esac
     for f in "${files[@]}"; do
         [ -f "$f" ] && cp -n "$f" "$dir/" 2>/dev/null || true

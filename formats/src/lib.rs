@@ -7,6 +7,7 @@
 //! | [`bolt`] | BOLT's `.fdata`, pre-aggregated profiles |
 //! | [`instrprof`] | LLVM instrumentation profiles: raw, indexed, text |
 //! | [`sampleprof`] | sample profiles: LLVM text, binary, ExtBinary; GCC gcov; AutoFDO GCOV v4 |
+//! | [`thrift`] | the Thrift compact protocol, checked for shape (Parquet footers) |
 //!
 //! Binary layouts are read with [`bytes`]: [`bytes::Bytes`] for random access at offsets and
 //! [`bytes::Reader`] for field-by-field reading (fixed-width integers in either byte order,
@@ -43,6 +44,7 @@ pub mod perf;
 pub mod sampleprof;
 pub mod store;
 mod summary;
+pub mod thrift;
 
 /// LLVM's `MD5Hash(StringRef)`, the GUID of a function name in both profile families: the
 /// first 8 bytes of the MD5 digest read little-endian (instrprof `NameRef` and indexed keys,

@@ -694,6 +694,7 @@ fn read_file(path: &Path, gather: &mut Gather) -> Result<()> {
         offset,
         message,
     };
+    check_footer(&file, len).map_err(|(offset, message)| bad(offset, message))?;
     let reader = SerializedFileReader::new(file).map_err(|e| {
         bad(
             footer,
@@ -748,6 +749,33 @@ fn read_file(path: &Path, gather: &mut Gather) -> Result<()> {
         }
         gather.rows += rows as u64;
     }
+    Ok(())
+}
+
+/// Checks the footer's shape before the `parquet` crate decodes it: the crate sizes its vectors
+/// from the footer's element counts, so a corrupt count would make it allocate tens of
+/// gigabytes and abort (fuzzing found it). The error is the offset and message to report.
+fn check_footer(file: &File, len: u64) -> std::result::Result<(), (u64, String)> {
+    use std::os::unix::fs::FileExt;
+    let mut tail = [0u8; 8];
+    if len < 12 || file.read_exact_at(&mut tail, len - 8).is_err() {
+        // Too short for a footer: the crate's own message says so.
+        return Ok(());
+    }
+    let footer_len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if &tail[4..] != b"PAR1" || footer_len > len - 8 {
+        return Ok(());
+    }
+    let start = len - 8 - footer_len;
+    let mut footer = vec![0u8; footer_len as usize];
+    file.read_exact_at(&mut footer, start)
+        .map_err(|e| (start, format!("cannot read the footer: {e}")))?;
+    formats::thrift::check_struct(&footer, start).map_err(|e| {
+        (
+            e.offset,
+            format!("corrupt footer (file metadata): {}", e.kind),
+        )
+    })?;
     Ok(())
 }
 

@@ -275,3 +275,26 @@ fn a_hive_partition_supplies_the_build_id() {
     assert_eq!(unhex(b"0aBC"), Some(vec![0x0a, 0xbc]));
     assert_eq!(unhex(b"0ab"), None);
 }
+
+/// A footer that claims 2^32 schema elements in a few bytes: refused at the list's offset
+/// before the `parquet` crate sizes a vector from it (fuzzing found the crate allocating 50 GB
+/// and aborting on such a footer; `fuzz/seeds/parquet/crash-metadata-oom` is the input found).
+#[test]
+fn a_footer_with_an_impossible_count_is_refused_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.parquet");
+    // FileMetaData { 1: version = 1, 2: schema = list<struct> of 2^32 elements }.
+    let footer = [0x15, 2, 0x19, 0xfc, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0];
+    let mut bytes = b"PAR1".to_vec();
+    bytes.extend_from_slice(&footer);
+    bytes.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(b"PAR1");
+    std::fs::write(&file, &bytes).unwrap();
+    let e = refused(&file);
+    assert!(
+        e.contains("byte offset 7:")
+            && e.contains("corrupt footer")
+            && e.contains("4294967296 elements"),
+        "{e}"
+    );
+}
