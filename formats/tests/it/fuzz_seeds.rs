@@ -43,3 +43,13 @@ fn yaml_seeds_replay() {
         formats::bolt::yaml::check_fuzz_input(&data);
     }
 }
+
+#[test]
+fn instrprof_indexed_seeds_replay() {
+    let seeds = seeds("instrprof_indexed");
+    assert!(!seeds.is_empty(), "the instrprof_indexed seeds are missing");
+    for (name, data) in seeds {
+        eprintln!("replaying {name}");
+        formats::instrprof::indexed::check_fuzz_input(&data);
+    }
+}
