@@ -43,10 +43,10 @@ rounds=${ROUNDS:-5}
 base=${BASE:-}
 echo "host: $(nproc) cores, $(uptime)"
 median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
-timed() { # label, command...: appends "wall rss" to $work/t-label
+timed() { # label, command...: appends "wall peak-RSS CPU" to $work/t-label
   local label=$1; shift
-  /usr/bin/time -f "%e %M" -o "$work/t-one" "$@" >/dev/null 2>&1
-  cat "$work/t-one" >> "$work/t-$label"
+  /usr/bin/time -f "%e %M %U %S" -o "$work/t-one" "$@" >/dev/null 2>&1
+  awk '{print $1, $2, $3 + $4}' "$work/t-one" >> "$work/t-$label"
 }
 rm -f "$work"/t-*
 for r in $(seq 1 "$rounds"); do
@@ -54,19 +54,20 @@ for r in $(seq 1 "$rounds"); do
   [ -z "$base" ] || timed base "$base" merge "$work/stores" -o "$work/merged-base.pms"
   timed theirs /usr/lib/llvm-22/bin/merge-fdata "$work"/fdata/*.fdata -o "$work/merged.fdata"
 done
-summary() { # label: median wall, median peak RSS
-  echo "$(cut -d' ' -f1 "$work/t-$1" | median) $(cut -d' ' -f2 "$work/t-$1" | median)"
+summary() { # label: median wall, median peak RSS, median CPU (user + system)
+  echo "$(cut -d' ' -f1 "$work/t-$1" | median) $(cut -d' ' -f2 "$work/t-$1" | median) $(cut -d' ' -f3 "$work/t-$1" | median)"
 }
-read -r ours_s ours_kb < <(summary ours)
-read -r theirs_s theirs_kb < <(summary theirs)
-echo "merge of $n: profmill $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-ours")) s (median $ours_s s, peak RSS $((ours_kb / 1024)) MB)"
-echo "merge of $n: merge-fdata $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-theirs")) s (median $theirs_s s, peak RSS $((theirs_kb / 1024)) MB)"
+read -r ours_s ours_kb ours_cpu < <(summary ours)
+read -r theirs_s theirs_kb theirs_cpu < <(summary theirs)
+echo "merge of $n: profmill $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-ours")) s (median $ours_s s, CPU $ours_cpu s, peak RSS $((ours_kb / 1024)) MB)"
+echo "merge of $n: merge-fdata $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-theirs")) s (median $theirs_s s, CPU $theirs_cpu s, peak RSS $((theirs_kb / 1024)) MB)"
 if [ -n "$base" ]; then
-  read -r base_s base_kb < <(summary base)
-  echo "merge of $n: base build $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-base")) s (median $base_s s, peak RSS $((base_kb / 1024)) MB)"
+  read -r base_s base_kb base_cpu < <(summary base)
+  echo "merge of $n: base build $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-base")) s (median $base_s s, CPU $base_cpu s, peak RSS $((base_kb / 1024)) MB)"
   cmp "$work/merged.pms" "$work/merged-base.pms" && echo "base and this build merge to identical bytes"
 fi
 echo "MERGE RATIO (median merge-fdata / median profmill merge): $(echo "$theirs_s / $ours_s" | bc -l | cut -c1-5)x (target 20x)"
+echo "merge CPU ratio (merge-fdata's CPU / ours; steadier on a busy host, but not the target): $(echo "$theirs_cpu / $ours_cpu" | bc -l | cut -c1-5)x"
 "$pm" export "$work/merged.pms" -b "$bin" --format fdata -o "$work/exported.fdata" 2>/dev/null
 if cmp -s <(sort "$work/exported.fdata") <(sort "$work/merged.fdata"); then
   echo "merged profiles agree (sorted fdata identical)"
