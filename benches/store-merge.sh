@@ -6,6 +6,9 @@
 #           cli/tests/it/store.rs), with peak RSS;
 #   fleet:  aggregate each capture to a store + merge + export fdata, vs perf2bolt on each
 #           capture + merge-fdata (only for the first FLEET captures: perf2bolt is slow).
+# Each is timed in ROUNDS (default 5) alternated rounds; medians and ratios are printed.
+# BASE=/path/to/profmill also times another build's merge (and compares its output bytes).
+# PROFMILL=/path/to/profmill uses that build instead of building this tree.
 # usage: benches/store-merge.sh [N] [CAPTURE_MB] [FLEET] [WORKDIR] [BINARY]
 set -euo pipefail
 n=${1:-1000}
@@ -13,14 +16,18 @@ mb=${2:-1}
 fleet=${3:-20}
 work=${4:-/tmp/profmill-store-bench}
 root=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release --manifest-path "$root/Cargo.toml" -p profmill -p profmill-corpus --example gen_lbr
 target_dir=${CARGO_TARGET_DIR:-$root/target}
+# PROFMILL=path/to/profmill times that build without building (the inputs must exist then).
+if [ -z "${PROFMILL:-}" ]; then
+  cargo build --release --manifest-path "$root/Cargo.toml" -p profmill -p profmill-corpus --example gen_lbr
+fi
 binary=${5:-$target_dir/release/examples/gen_lbr}
-pm="$target_dir/release/profmill"
+pm=${PROFMILL:-$target_dir/release/profmill}
 gen="$target_dir/release/examples/gen_lbr"
 mkdir -p "$work/captures" "$work/stores" "$work/fdata"
 bin="$work/target"
-cp "$binary" "$bin"
+# The profiled binary (kept when it is there and the generator is not built: PROFMILL=).
+if [ ! -f "$bin" ] || { [ -f "$binary" ] && ! cmp -s "$binary" "$bin"; }; then cp "$binary" "$bin"; fi
 for i in $(seq 1 "$n"); do
   c="$work/captures/c$i.perf.data"
   [ -f "$c" ] || "$gen" "$c" "$mb" --stacks 3000 --processes 2 --seed "$i" "$bin" 2>/dev/null
@@ -30,11 +37,37 @@ for i in $(seq 1 "$n"); do
   [ -f "$f" ] || "$pm" export "$s" -b "$bin" --format fdata -o "$f" 2>/dev/null
 done
 echo "inputs: $n stores ($(du -sh "$work/stores" | cut -f1)), $n fdata ($(du -sh "$work/fdata" | cut -f1))"
-hyperfine --runs 3 \
-  "$pm merge $work/stores -o $work/merged.pms" \
-  "/usr/lib/llvm-22/bin/merge-fdata $work/fdata/*.fdata -o $work/merged.fdata"
-/usr/bin/time -f "profmill merge: peak RSS %M KB, %e s" "$pm" merge "$work/stores" -o "$work/merged.pms"
-/usr/bin/time -f "merge-fdata: peak RSS %M KB, %e s" /usr/lib/llvm-22/bin/merge-fdata "$work"/fdata/*.fdata -o "$work/merged.fdata"
+# Alternated rounds (ours, theirs, ours, ...), so that a busy host slows both alike; medians and
+# their ratio printed at the end. BASE=path/to/another/profmill adds that build to each round.
+rounds=${ROUNDS:-5}
+base=${BASE:-}
+echo "host: $(nproc) cores, $(uptime)"
+median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
+timed() { # label, command...: appends "wall peak-RSS CPU" to $work/t-label
+  local label=$1; shift
+  /usr/bin/time -f "%e %M %U %S" -o "$work/t-one" "$@" >/dev/null 2>&1
+  awk '{print $1, $2, $3 + $4}' "$work/t-one" >> "$work/t-$label"
+}
+rm -f "$work"/t-*
+for r in $(seq 1 "$rounds"); do
+  timed ours "$pm" merge "$work/stores" -o "$work/merged.pms"
+  [ -z "$base" ] || timed base "$base" merge "$work/stores" -o "$work/merged-base.pms"
+  timed theirs /usr/lib/llvm-22/bin/merge-fdata "$work"/fdata/*.fdata -o "$work/merged.fdata"
+done
+summary() { # label: median wall, median peak RSS, median CPU (user + system)
+  echo "$(cut -d' ' -f1 "$work/t-$1" | median) $(cut -d' ' -f2 "$work/t-$1" | median) $(cut -d' ' -f3 "$work/t-$1" | median)"
+}
+read -r ours_s ours_kb ours_cpu < <(summary ours)
+read -r theirs_s theirs_kb theirs_cpu < <(summary theirs)
+echo "merge of $n: profmill $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-ours")) s (median $ours_s s, CPU $ours_cpu s, peak RSS $((ours_kb / 1024)) MB)"
+echo "merge of $n: merge-fdata $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-theirs")) s (median $theirs_s s, CPU $theirs_cpu s, peak RSS $((theirs_kb / 1024)) MB)"
+if [ -n "$base" ]; then
+  read -r base_s base_kb base_cpu < <(summary base)
+  echo "merge of $n: base build $(tr '\n' ' ' < <(cut -d' ' -f1 "$work/t-base")) s (median $base_s s, CPU $base_cpu s, peak RSS $((base_kb / 1024)) MB)"
+  cmp "$work/merged.pms" "$work/merged-base.pms" && echo "base and this build merge to identical bytes"
+fi
+echo "MERGE RATIO (median merge-fdata / median profmill merge): $(echo "$theirs_s / $ours_s" | bc -l | cut -c1-5)x (target 20x)"
+echo "merge CPU ratio (merge-fdata's CPU / ours; steadier on a busy host, but not the target): $(echo "$theirs_cpu / $ours_cpu" | bc -l | cut -c1-5)x"
 "$pm" export "$work/merged.pms" -b "$bin" --format fdata -o "$work/exported.fdata" 2>/dev/null
 if cmp -s <(sort "$work/exported.fdata") <(sort "$work/merged.fdata"); then
   echo "merged profiles agree (sorted fdata identical)"
@@ -46,18 +79,34 @@ else
 fi
 # The fleet path, end to end, on the first $fleet captures.
 list=$(seq 1 "$fleet")
-ours() {
+ours() { # [profmill] [output suffix]
+  local pm=${1:-$pm} tag=${2:-}
   # As a fleet host does it: no binary at hand, every mapped file profiled.
-  for i in $list; do "$pm" aggregate "$work/captures/c$i.perf.data" --format store -o "$work/f$i.pms" 2>/dev/null; done
-  "$pm" merge $(for i in $list; do echo "$work/f$i.pms"; done) -o "$work/fleet.pms" 2>/dev/null
-  "$pm" export "$work/fleet.pms" -b "$bin" --format fdata -o "$work/fleet-ours.fdata" 2>/dev/null
+  for i in $list; do "$pm" aggregate "$work/captures/c$i.perf.data" --format store -o "$work/f$i$tag.pms" 2>/dev/null; done
+  "$pm" merge $(for i in $list; do echo "$work/f$i$tag.pms"; done) -o "$work/fleet$tag.pms" 2>/dev/null
+  "$pm" export "$work/fleet$tag.pms" -b "$bin" --format fdata -o "$work/fleet-ours$tag.fdata" 2>/dev/null
 }
 theirs() {
   for i in $list; do /usr/lib/llvm-22/bin/perf2bolt "$bin" -p "$work/captures/c$i.perf.data" -o "$work/p$i.fdata" >/dev/null 2>&1; done
   /usr/lib/llvm-22/bin/merge-fdata $(for i in $list; do echo "$work/p$i.fdata"; done) -o "$work/fleet-ref.fdata" 2>/dev/null
 }
-export -f ours theirs; export pm bin work list
-hyperfine --runs 3 "bash -c ours" "bash -c theirs"
+now() { date +%s.%N; }
+for r in $(seq 1 "$rounds"); do
+  t0=$(now); ours; t1=$(now); theirs; t2=$(now)
+  echo "$t1 - $t0" | bc -l >> "$work/t-fleet-ours"
+  echo "$t2 - $t1" | bc -l >> "$work/t-fleet-theirs"
+  if [ -n "$base" ]; then
+    t0=$(now); ours "$base" -base; t1=$(now)
+    echo "$t1 - $t0" | bc -l >> "$work/t-fleet-base"
+  fi
+done
+fo=$(median < "$work/t-fleet-ours")
+ft=$(median < "$work/t-fleet-theirs")
+echo "fleet of $fleet: ours $(tr '\n' ' ' < <(cut -c1-6 "$work/t-fleet-ours")) s (median $fo s)"
+echo "fleet of $fleet: perf2bolt + merge-fdata $(tr '\n' ' ' < <(cut -c1-6 "$work/t-fleet-theirs")) s (median $ft s)"
+[ -z "$base" ] || echo "fleet of $fleet: base build $(tr '\n' ' ' < <(cut -c1-6 "$work/t-fleet-base")) s (median $(median < "$work/t-fleet-base") s)"
+echo "FLEET RATIO (median theirs / median ours): $(echo "$ft / $fo" | bc -l | cut -c1-5)x (target 30x)"
+echo "host after: $(uptime)"
 if cmp -s <(sort "$work/fleet-ours.fdata") <(sort "$work/fleet-ref.fdata"); then
   echo "fleet path agrees with perf2bolt + merge-fdata (sorted fdata identical)"
 else

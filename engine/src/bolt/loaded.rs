@@ -8,12 +8,15 @@ use crate::bolt::functions::Functions;
 use crate::bolt::{memory, symbolize_bolted, BatIndex, TraceStats};
 use crate::error::{io_error, Result};
 use crate::io::output::write_atomically;
+use crate::io::InputBytes;
 use crate::perf::aggregate::BinaryProfile;
 
 /// A binary's bytes and the functions BOLT would find in it.
 pub struct LoadedBinary {
     path: PathBuf,
-    data: Vec<u8>,
+    /// Mapped when large: a copy costs fresh pages (the kernel clearing them), and symbolizing
+    /// reads only the functions the profile touches.
+    data: InputBytes,
     functions: Functions,
     /// A BOLTed binary's address translation tables (`llvm-bolt --enable-bat`).
     bat: Option<Translation>,
@@ -31,7 +34,7 @@ impl LoadedBinary {
     /// (see [`Functions::from_elf_with`]).
     pub fn load_with(binary: &Path, allow_stripped: bool) -> Result<LoadedBinary> {
         let started = Instant::now();
-        let data = std::fs::read(binary).map_err(io_error(binary))?;
+        let data = InputBytes::open(binary).map_err(io_error(binary))?;
         let functions = Functions::from_elf_with(binary, &data, allow_stripped)?;
         let bat = Translation::from_elf(binary, &data)?;
         Ok(LoadedBinary {

@@ -163,7 +163,10 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
 }
 
 /// How many items [`write_formatted`] formats at once, in `CHUNKS_PER_BATCH` parallel chunks.
-const ITEMS_PER_BATCH: usize = 1 << 16;
+/// Small enough that the text buffers get reused: an fdata line can take 200 bytes (long C++
+/// names), and fresh pages for 2 × 2^16 lines were 16 % of an export's CPU time (the kernel
+/// clearing them; PERF.md, the fleet path).
+const ITEMS_PER_BATCH: usize = 1 << 14;
 const CHUNKS_PER_BATCH: usize = 16;
 
 /// Writes `items` as `format` prints them, formatting in parallel a batch at a time (so the

@@ -736,6 +736,10 @@ impl<'a, R: Row> Cursor<'a, R> {
             self.ahead.drain(..self.taken);
             self.taken = 0;
         }
+        if self.ahead.capacity() == 0 {
+            // At its largest size at once: growing it would cost fresh pages again and again.
+            self.ahead.reserve_exact(2 * rows);
+        }
         while !self.done && self.ahead.len() - self.taken < rows {
             let Some(block) = &mut self.block else {
                 self.next_block()?;
@@ -849,11 +853,14 @@ impl<R: Row> Sums<R> {
 
 /// Merges one table of one binary from its `parts`; returns whether a count saturated.
 ///
-/// A pipeline: one thread decodes the inputs and cuts their rows into key ranges (every copy
-/// of a key in one range), `tuning.workers` threads sum and sort ranges independently, and
-/// this thread writes the sorted ranges in key order. At most `in_flight` ranges exist at a
-/// time (their buffers circulate as tickets), so memory stays bounded by the inputs' lookahead,
-/// whatever the data.
+/// The inputs are split into `tuning.workers` groups, one thread each: a group reads its
+/// inputs a block at a time, cuts their rows into key ranges (every copy of a key among the
+/// group's inputs in one range), sums each range in a hash table and sorts it, so that it
+/// sends a stream of sorted, summed runs. This thread merges the groups' streams (a few, each
+/// sorted: no hash and no sort) and writes the rows. Saturating sums are associative and
+/// commutative, so the grouping changes nothing in the output. At most a few runs per group
+/// exist at a time, so memory stays bounded by the inputs' blocks and lookahead, whatever
+/// the data.
 fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
     w: &mut StoreWriter<W>,
     binary: u32,
@@ -867,86 +874,245 @@ fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
     if !has_rows {
         return Ok(false);
     }
-    let workers = tuning.workers.max(1);
-    let in_flight = 2 * workers + 2;
-    let (jobs, job_queue) = crossbeam_channel::bounded::<(usize, Vec<R>)>(workers);
-    let (results, result_queue) = crossbeam_channel::bounded::<(usize, Vec<R>, bool)>(in_flight);
-    // A range's buffer is its ticket: the cutter takes one per range, the writer gives it
-    // back once the range is written.
-    let (tickets, ticket_queue) = crossbeam_channel::bounded::<Vec<R>>(in_flight);
-    for _ in 0..in_flight {
-        let _ = tickets.send(Vec::new());
-    }
+    const RUNS_IN_FLIGHT: usize = 4;
+    let groups = tuning.workers.clamp(1, parts.len());
+    let per_group = parts.len().div_ceil(groups);
     std::thread::scope(|scope| {
-        let ahead = tuning.rows_ahead;
-        let cutting = scope.spawn(move || cut_ranges(files, parts, ahead, jobs, ticket_queue));
-        let summing: Vec<_> = (0..workers)
-            .map(|_| {
-                let (queue, results) = (job_queue.clone(), results.clone());
-                scope.spawn(move || sum_ranges(queue, results))
-            })
-            .collect();
-        drop((job_queue, results));
-        let written = write_ranges(w, binary, result_queue, tickets);
-        let mut saturated = false;
-        for s in summing {
-            saturated |= s.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let mut streams = Vec::new();
+        let mut threads = Vec::new();
+        for group in parts.chunks(per_group) {
+            let (runs, run_queue) = crossbeam_channel::bounded::<Vec<R>>(RUNS_IN_FLIGHT);
+            // Written runs come back to their group, which reuses their memory.
+            let (spares, spare_queue) = crossbeam_channel::bounded::<Vec<R>>(RUNS_IN_FLIGHT + 2);
+            let ahead = tuning.rows_ahead;
+            threads.push(scope.spawn(move || merge_group(files, group, ahead, runs, spare_queue)));
+            streams.push(RunStream::new(run_queue, spares));
         }
-        let cut = cutting
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        // An input's error explains a failed write (the cutter stopped early), not the reverse.
-        saturated |= cut?;
-        written?;
-        Ok(saturated)
+        let written = write_merged(w, binary, &mut streams);
+        // A failed write closes the streams, which stops the groups.
+        drop(streams);
+        let mut saturated = false;
+        let mut failure = None;
+        for t in threads {
+            match t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
+                Ok(s) => saturated |= s,
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        // An input's error explains a failed write (a group stopped early), not the reverse.
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        Ok(saturated | written?)
     })
 }
 
-/// Writes the summed ranges that arrive (numbered, in any order) in their order, handing each
-/// buffer back as a ticket.
-fn write_ranges<W: std::io::Write, R: Row>(
-    w: &mut StoreWriter<W>,
-    binary: u32,
-    results: crossbeam_channel::Receiver<(usize, Vec<R>, bool)>,
-    tickets: crossbeam_channel::Sender<Vec<R>>,
-) -> std::io::Result<()> {
-    let mut table = w.table::<R>(binary)?;
-    let mut waiting = std::collections::BTreeMap::new();
-    let mut next = 0;
-    for (seq, rows, _) in results.iter() {
-        waiting.insert(seq, rows);
-        while let Some(mut rows) = waiting.remove(&next) {
-            rows.iter().try_for_each(|r| table.push(r))?;
-            rows.clear();
-            let _ = tickets.send(rows);
-            next += 1;
-        }
-    }
-    table.finish()
+/// One group's sorted, summed runs, as the merging thread reads them.
+struct RunStream<R: Row> {
+    runs: crossbeam_channel::Receiver<Vec<R>>,
+    spares: crossbeam_channel::Sender<Vec<R>>,
+    run: Vec<R>,
+    at: usize,
+    done: bool,
 }
 
-/// Sums and sorts the ranges of `queue` until it closes; returns whether a count saturated.
-fn sum_ranges<R: Row>(
-    queue: crossbeam_channel::Receiver<(usize, Vec<R>)>,
-    results: crossbeam_channel::Sender<(usize, Vec<R>, bool)>,
-) -> bool {
-    let mut sums = Sums::new();
-    let mut saturated = false;
-    for (seq, mut rows) in queue.iter() {
-        let mut range_saturated = false;
-        for &row in &rows {
-            range_saturated |= !sums.add(row);
+impl<R: Row> RunStream<R> {
+    fn new(
+        runs: crossbeam_channel::Receiver<Vec<R>>,
+        spares: crossbeam_channel::Sender<Vec<R>>,
+    ) -> Self {
+        RunStream {
+            runs,
+            spares,
+            run: Vec::new(),
+            at: 0,
+            done: false,
         }
-        rows.clear();
-        rows.extend_from_slice(&sums.rows);
+    }
+
+    /// The rows of the current run not written yet: empty only when the stream has ended.
+    #[inline]
+    fn rows(&mut self) -> &[R] {
+        if self.at == self.run.len() && !self.done {
+            self.next_run();
+        }
+        &self.run[self.at..]
+    }
+
+    /// Hands the finished run back and waits for the next one.
+    fn next_run(&mut self) {
+        let mut run = std::mem::take(&mut self.run);
+        run.clear();
+        let _ = self.spares.try_send(run);
+        self.at = 0;
+        match self.runs.recv() {
+            Ok(run) => self.run = run,
+            Err(_) => self.done = true,
+        }
+    }
+}
+
+/// Merges the groups' streams of sorted runs, summing equal keys, into the table; returns
+/// whether a sum saturated.
+fn write_merged<W: std::io::Write, R: Row>(
+    w: &mut StoreWriter<W>,
+    binary: u32,
+    streams: &mut [RunStream<R>],
+) -> std::io::Result<bool> {
+    let mut table = w.table::<R>(binary)?;
+    let mut saturated = false;
+    loop {
+        // The smallest head key, and the next larger one among the other streams' heads.
+        let mut least: Option<[u64; 3]> = None;
+        let mut holders = 0;
+        let mut next = [u64::MAX; 3];
+        let mut bounded = false;
+        for s in streams.iter_mut() {
+            let Some(head) = s.rows().first() else {
+                continue;
+            };
+            let k = head.packed_key();
+            match least.map(|l| k.cmp(&l)) {
+                None => (least, holders) = (Some(k), 1),
+                Some(Ordering::Less) => {
+                    (next, bounded) = (least.unwrap_or(k), true);
+                    (least, holders) = (Some(k), 1);
+                }
+                Some(Ordering::Equal) => holders += 1,
+                Some(Ordering::Greater) => {
+                    if !bounded || k < next {
+                        (next, bounded) = (k, true);
+                    }
+                }
+            }
+        }
+        let Some(least) = least else { break };
+        if holders == 1 {
+            // One stream leads: copy its rows up to the others' smallest head in one go.
+            let at = streams
+                .iter_mut()
+                .position(|s| s.rows().first().is_some_and(|h| h.packed_key() == least))
+                .expect("a stream holds the least key");
+            let s = &mut streams[at];
+            let rows = s.rows();
+            let n = match bounded {
+                true => rows.partition_point(|r| r.packed_key() < next),
+                false => rows.len(),
+            };
+            rows[..n].iter().try_for_each(|r| table.push(r))?;
+            s.at += n;
+            continue;
+        }
+        let mut sum: Option<R> = None;
+        for s in streams.iter_mut() {
+            let Some(&head) = s.rows().first() else {
+                continue;
+            };
+            if head.packed_key() == least {
+                s.at += 1;
+                match &mut sum {
+                    None => sum = Some(head),
+                    Some(acc) => saturated |= !acc.add_counts(&head),
+                }
+            }
+        }
+        if let Some(row) = sum {
+            table.push(&row)?;
+        }
+    }
+    table.finish()?;
+    Ok(saturated)
+}
+
+/// Merges one group of inputs: reads every part's rows, `ahead` at a time, in key ranges, each
+/// ending at the smallest of the inputs' last decoded keys (so every copy of a key in the range
+/// is decoded, and a range holds at most `ahead` rows of each input); sums each range and
+/// sends it sorted to `runs`, in a buffer from `spares` when there is one. Returns whether a
+/// count saturated (scaled by a weight or summed).
+fn merge_group<R: Row>(
+    files: &[MergeInput],
+    parts: &[(usize, usize)],
+    ahead: usize,
+    runs: crossbeam_channel::Sender<Vec<R>>,
+    spares: crossbeam_channel::Receiver<Vec<R>>,
+) -> std::result::Result<bool, TableError> {
+    let ahead = ahead.max(2);
+    let mut cursors: Vec<Cursor<'_, R>> = parts
+        .iter()
+        .map(|&(i, b)| Cursor::new(&files[i], i, b))
+        .collect();
+    let mut saturated = false;
+    let mut sums = Sums::new();
+    // One sweep per range: each input gives the range its rows up to the end found in the
+    // previous sweep, then decodes ahead again, which gives the next range's end; visiting
+    // the inputs once per range instead of twice halves the cache misses on their buffers.
+    let mut take = Take::Nothing;
+    while !cursors.is_empty() {
+        // The next range's end: the smallest last decoded key of the inputs not fully decoded.
+        let mut end = None;
+        for i in 0..cursors.len() {
+            // Many inputs' buffers do not fit the cache: ask for the next ones early.
+            if let Some(next) = cursors.get(i + 2) {
+                prefetch(next.pending());
+                next.prefetch_undecoded(ahead);
+            }
+            let c = &mut cursors[i];
+            // A scan in order (not a binary search) lets the prefetcher hide the cache misses.
+            let mut n = 0;
+            for row in c.pending() {
+                if !take.includes(row) {
+                    break;
+                }
+                saturated |= !sums.add(*row);
+                n += 1;
+            }
+            c.taken += n;
+            if c.pending().len() < ahead {
+                c.top_up(ahead, &mut saturated)?;
+            }
+            if !c.done {
+                if let Some(last) = c.pending().last() {
+                    end = Some(end.unwrap_or([u64::MAX; 3]).min(last.packed_key()));
+                }
+            }
+        }
+        take = end.map_or(Take::All, Take::Through);
+        cursors.retain(|c| !(c.done && c.pending().is_empty()));
+        if sums.rows.is_empty() {
+            continue;
+        }
+        let spare = spares.try_recv().unwrap_or_default();
+        let mut run = std::mem::replace(&mut sums.rows, spare);
         sums.clear();
-        rows.sort_unstable_by_key(|r| r.packed_key());
-        saturated |= range_saturated;
-        if results.send((seq, rows, range_saturated)).is_err() {
+        run.sort_unstable_by_key(|r| r.packed_key());
+        if runs.send(run).is_err() {
+            // The writer has stopped (it failed); so do we.
             break;
         }
     }
-    saturated
+    Ok(saturated)
+}
+
+/// Which decoded rows a range takes from each input.
+#[derive(Clone, Copy)]
+enum Take {
+    /// None (before the first sweep has decoded anything).
+    Nothing,
+    /// Those with keys up to this one: every input has decoded past it.
+    Through([u64; 3]),
+    /// All: every input is fully decoded.
+    All,
+}
+
+impl Take {
+    #[inline(always)]
+    fn includes<R: Row>(self, row: &R) -> bool {
+        match self {
+            Take::Nothing => false,
+            Take::Through(end) => row.packed_key() <= end,
+            Take::All => true,
+        }
+    }
 }
 
 /// Asks the CPU to bring `items` into its cache (a hint: no effect on the results).
@@ -968,92 +1134,6 @@ fn prefetch<T>(items: &[T]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = items;
-}
-
-/// Appends the leading rows of `rows` whose keys are at most `end` to `range`; returns how
-/// many.
-#[inline]
-fn take_through<R: Row>(rows: &[R], end: [u64; 3], range: &mut Vec<R>) -> usize {
-    let n = rows
-        .iter()
-        .position(|r| r.packed_key() > end)
-        .unwrap_or(rows.len());
-    range.extend_from_slice(&rows[..n]);
-    n
-}
-
-/// Reads every part's rows, `ahead` at a time, in key ranges: each range ends at the smallest
-/// of the inputs' last decoded keys, so every copy of a key in the range is decoded, and a range
-/// holds at most `ahead` rows of each input. Sends each range's rows (numbered from 0) to
-/// `jobs`, in a buffer taken from `tickets`; returns whether a count saturated (scaled by a
-/// weight).
-fn cut_ranges<R: Row>(
-    files: &[MergeInput],
-    parts: &[(usize, usize)],
-    ahead: usize,
-    jobs: crossbeam_channel::Sender<(usize, Vec<R>)>,
-    tickets: crossbeam_channel::Receiver<Vec<R>>,
-) -> std::result::Result<bool, TableError> {
-    let ahead = ahead.max(2);
-    let mut cursors: Vec<Cursor<'_, R>> = parts
-        .iter()
-        .map(|&(i, b)| Cursor::new(&files[i], i, b))
-        .collect();
-    let mut saturated = false;
-    let mut seq = 0;
-    let mut spare = None;
-    while !cursors.is_empty() {
-        // The range's end: the smallest last decoded key of the inputs not fully decoded.
-        let mut end = [u64::MAX; 3];
-        let mut bounded = false;
-        for i in 0..cursors.len() {
-            // A thousand inputs' buffers do not fit the cache: ask for the next ones early.
-            if let Some(next) = cursors.get(i + 2) {
-                next.prefetch_undecoded(ahead);
-            }
-            let c = &mut cursors[i];
-            if c.pending().len() < ahead {
-                c.top_up(ahead, &mut saturated)?;
-            }
-            if !c.done {
-                if let Some(last) = c.pending().last() {
-                    end = end.min(last.packed_key());
-                    bounded = true;
-                }
-            }
-        }
-        // No ticket: the writer has stopped (it failed); so do we.
-        let Some(mut range) = spare.take().or_else(|| tickets.recv().ok()) else {
-            break;
-        };
-        for i in 0..cursors.len() {
-            if let Some(next) = cursors.get(i + 2) {
-                prefetch(next.pending());
-            }
-            let c = &mut cursors[i];
-            // A scan, not a binary search: the rows are copied anyway, and reading them in
-            // order lets the prefetcher hide the cache misses of a thousand cursors' buffers.
-            let pending = c.pending();
-            let n = match bounded {
-                true => take_through(pending, end, &mut range),
-                false => {
-                    range.extend_from_slice(pending);
-                    pending.len()
-                }
-            };
-            c.taken += n;
-        }
-        cursors.retain(|c| !(c.done && c.pending().is_empty()));
-        if range.is_empty() {
-            spare = Some(range);
-            continue;
-        }
-        if jobs.send((seq, range)).is_err() {
-            break;
-        }
-        seq += 1;
-    }
-    Ok(saturated)
 }
 
 #[cfg(test)]

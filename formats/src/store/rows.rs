@@ -218,6 +218,7 @@ impl Row for TraceRow {
         write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
         encode_counts(out, self.counts());
     }
+    #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
         let (branch, from) = decode_pair(r, (prev.branch, prev.from))?;
         let to = from.wrapping_add(unzigzag(r.uleb()?));
@@ -272,6 +273,7 @@ impl Row for BranchRow {
         encode_pair(out, (self.from, self.to), (prev.from, prev.to));
         encode_counts(out, self.counts());
     }
+    #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
         let (from, to) = decode_pair(r, (prev.from, prev.to))?;
         let [count, mispreds] = decode_counts(r)?;
@@ -321,6 +323,7 @@ impl Row for IpRow {
         write_uleb128(out, self.ip.wrapping_sub(prev.ip));
         write_uleb128(out, self.count);
     }
+    #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
         Some(IpRow {
             ip: prev.ip.wrapping_add(r.uleb()?),
@@ -374,6 +377,7 @@ impl Row for MemRow {
         write_uleb128(out, u64::from(self.in_binary));
         write_uleb128(out, self.count);
     }
+    #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
         let pc = prev.pc.wrapping_add(r.uleb()?);
         let base = if pc == prev.pc { prev.addr } else { 0 };
@@ -419,6 +423,7 @@ impl Row for ReturnRow {
     fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
         write_uleb128(out, self.addr.wrapping_sub(prev.addr));
     }
+    #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
         Some(ReturnRow {
             addr: prev.addr.wrapping_add(r.uleb()?),
