@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::autofdo::{clang_program, have_profgen_tools, llvm_profgen, ours_profgen, PROGRAM_C};
+use crate::autofdo::{
+    clang_program, have_profgen_tools, llvm_profgen, normalized, ours_profgen, PROGRAM_C,
+};
 use crate::common::*;
 use testsupport::*;
 
@@ -98,5 +100,86 @@ fn clang_uses_our_profile_as_llvm_profgens() {
             our_object == their_object,
             "{format}: the object files differ"
         );
+    }
+}
+
+/// llvm-dwp from LLVM 19 (Debian package `llvm-19`): packs `.dwo` files into a `.dwp`.
+const LLVM_DWP_19: &str = "/usr/lib/llvm-19/bin/llvm-dwp";
+
+/// The normalized text profile of `binary` (built from the test program) for a generated LBR
+/// capture with seed 5: (ours, llvm-profgen 19's).
+fn both_profiles(dir: &Path, binary: &Path) -> (String, String) {
+    let name = binary.file_name().unwrap().to_str().unwrap();
+    let capture = dir.join(format!("{name}.perf.data"));
+    generate_capture(&capture, &[binary], 2, 5_000, false, 5);
+    let theirs = dir.join(format!("{name}.theirs.txt"));
+    let mine = dir.join(format!("{name}.ours.txt"));
+    llvm_profgen(binary, &capture, &theirs);
+    ours_profgen(binary, &capture, &mine);
+    (normalized(&mine), normalized(&theirs))
+}
+
+/// Split DWARF and compressed debug sections: the test program built with `-gsplit-dwarf`
+/// (DWARF 5 skeleton units and `.dwo` files; DWARF 4 with GNU's extension), its `.dwo` files
+/// packed by llvm-dwp into `BINARY.dwp` (the `.dwo` files then removed), and built with
+/// `-gz` (zlib) and `-gz=zstd`: the same profile as the plain `-g` build, and as
+/// llvm-profgen 19's of each build.
+#[test]
+fn split_and_compressed_dwarf_give_the_plain_builds_profile() {
+    if !have_profgen_tools() || !have_tool(CLANG_19) || !have_tool(LLVM_DWP_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plain = clang_program(dir.path(), "plain", &PROFILED_FLAGS);
+    let (expected, theirs) = both_profiles(dir.path(), &plain);
+    assert_eq!(expected, theirs, "plain");
+    // Inlined frames come from the .dwo files: `mix` is inlined into `walk`.
+    assert!(expected.contains(": mix:"), "{expected}");
+    for (name, extra) in [
+        ("split5", &["-gsplit-dwarf"][..]),
+        ("split4", &["-gsplit-dwarf", "-gdwarf-4"][..]),
+        ("packed5", &["-gsplit-dwarf"][..]),
+        ("packed4", &["-gsplit-dwarf", "-gdwarf-4"][..]),
+        ("zlib", &["-gz=zlib"][..]),
+        ("zstd", &["-gz=zstd"][..]),
+    ] {
+        let flags: Vec<&str> = PROFILED_FLAGS.iter().chain(extra).copied().collect();
+        let binary = clang_program(dir.path(), name, &flags);
+        let dwo = dir.path().join(format!("{name}-prog.dwo"));
+        assert_eq!(
+            dwo.exists(),
+            name.starts_with("split") || name.starts_with("packed")
+        );
+        if name.starts_with("packed") {
+            let mut package = binary.clone().into_os_string();
+            package.push(".dwp");
+            run_ok(
+                Command::new(LLVM_DWP_19)
+                    .arg("-e")
+                    .arg(&binary)
+                    .arg("-o")
+                    .arg(&package),
+            );
+            std::fs::remove_file(&dwo).unwrap();
+        }
+        let (ours, theirs) = both_profiles(dir.path(), &binary);
+        assert_eq!(ours, expected, "{name}");
+        assert_eq!(theirs, expected, "{name}: llvm-profgen");
+        if name == "split5" {
+            // Without its .dwo file: a clear error naming it, no output (llvm-profgen warns
+            // and writes a profile without the unit's functions).
+            std::fs::remove_file(&dwo).unwrap();
+            let out = dir.path().join("missing.txt");
+            let o = run(profmill()
+                .args(["autofdo", "-b"])
+                .arg(&binary)
+                .arg("-p")
+                .arg(dir.path().join("split5.perf.data"))
+                .arg("-o")
+                .arg(&out));
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success() && !out.exists(), "{e}");
+            assert!(e.contains("split5-prog.dwo"), "{e}");
+        }
     }
 }

@@ -570,7 +570,7 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
         functions: 0,
     };
     let file = binary.object()?;
-    let sections = DwarfSections::load(&file).map_err(|m| binary.error(m))?;
+    let sections = DwarfSections::load(&file, &binary.path).map_err(|m| binary.error(m))?;
     let dwarf = Dwarf::new(&sections).map_err(|m| binary.error(m))?;
     let mut debug = DebugInfo::default();
     // The units of the ranges and branches, then those of other functions of the same names
