@@ -9,7 +9,7 @@ use crate::common::*;
 use testsupport::*;
 
 /// `llvm-profdata-19 merge --sample --text IN -o OUT`, read back.
-fn normalized(input: &Path) -> String {
+pub(crate) fn normalized(input: &Path) -> String {
     let out = input.with_extension("norm.txt");
     run_ok(
         Command::new(LLVM_PROFDATA_19)
@@ -192,7 +192,7 @@ fn test_lbr_equals_create_llvm_prof_but_its_garbled_inline_names() {
     );
 }
 
-const PROGRAM_C: &str = r#"
+pub(crate) const PROGRAM_C: &str = r#"
 #include <stdio.h>
 static inline int sq(int x) { return x * x; }
 static inline int mix(int x) { int s = 0; for (int i = 0; i < (x & 31); i++) s += (i & 1) ? sq(i) : i ^ x; return s; }
@@ -202,7 +202,7 @@ int main(int argc, char **argv) { printf("%d\n", walk(argc * 300000)); return 0;
 "#;
 
 /// The test program built by clang-19 with `extra` flags.
-fn clang_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+pub(crate) fn clang_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     std::fs::write(dir.join("prog.c"), PROGRAM_C).unwrap();
     let out = dir.join(name);
     run_ok(
@@ -281,7 +281,7 @@ fn clang_program_equals_create_llvm_prof_but_its_garbled_inline_names() {
 }
 
 /// `llvm-profgen --format=text` of LLVM 19 (it runs `perf script`).
-fn llvm_profgen(binary: &Path, capture: &Path, out: &Path) {
+pub(crate) fn llvm_profgen(binary: &Path, capture: &Path, out: &Path) {
     run_ok(
         Command::new(LLVM_PROFGEN_19)
             .arg(format!("--binary={}", binary.display()))
@@ -292,7 +292,7 @@ fn llvm_profgen(binary: &Path, capture: &Path, out: &Path) {
 }
 
 /// `profmill autofdo --format text` in the default style (llvm-profgen's).
-fn ours_profgen(binary: &Path, profile: &Path, out: &Path) {
+pub(crate) fn ours_profgen(binary: &Path, profile: &Path, out: &Path) {
     run_ok(
         profmill()
             .args(["autofdo", "--format", "text", "-b"])
@@ -304,7 +304,7 @@ fn ours_profgen(binary: &Path, profile: &Path, out: &Path) {
     );
 }
 
-fn have_profgen_tools() -> bool {
+pub(crate) fn have_profgen_tools() -> bool {
     have_tool(LLVM_PROFGEN_19) && have_tool(PERF) && have_tool(LLVM_PROFDATA_19)
 }
 

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian, UnitOffset};
 use object::{Object, ObjectSection};
@@ -65,35 +66,103 @@ impl Node {
 pub struct DwarfSections<'d> {
     sections: gimli::DwarfSections<Cow<'d, [u8]>>,
     endian: RunTimeEndian,
+    /// The split-DWARF package `BINARY.dwp`, when there is one (its sections owned).
+    package: Option<(PathBuf, gimli::DwarfPackageSections<Cow<'static, [u8]>>)>,
 }
 
 impl<'d> DwarfSections<'d> {
-    /// The DWARF sections of the ELF file `file`. `Err` says why they cannot be used: no
-    /// `.debug_info`, or a section that does not decompress.
-    pub fn load(file: &object::File<'d>) -> Result<DwarfSections<'d>, String> {
+    /// The DWARF sections of the ELF file `file`, read from `path`; with split DWARF, the
+    /// package `PATH.dwp` where it exists (llvm-symbolizer's and llvm-profgen's default
+    /// place). `Err` says why they cannot be used: no `.debug_info`, or a section that does
+    /// not decompress.
+    pub fn load(file: &object::File<'d>, path: &Path) -> Result<DwarfSections<'d>, String> {
         if file.section_by_name(".debug_info").is_none() {
             return Err("no debug information (.debug_info): build with -g".into());
         }
         if file.section_by_name(".debug_line").is_none() {
             return Err("no line table (.debug_line): build with -g".into());
         }
-        let endian = if file.is_little_endian() {
-            RunTimeEndian::Little
+        let sections = gimli::DwarfSections::load(|id| section_data(file, id.name()))?;
+        let mut dwp = path.as_os_str().to_owned();
+        dwp.push(".dwp");
+        let dwp = PathBuf::from(dwp);
+        let package = if dwp.is_file() {
+            Some((dwp.clone(), load_package(&dwp)?))
         } else {
-            RunTimeEndian::Big
-        };
-        let load = |id: gimli::SectionId| -> Result<Cow<'d, [u8]>, String> {
-            match file.section_by_name(id.name()) {
-                Some(s) => s
-                    .uncompressed_data()
-                    .map_err(|e| format!("section {}: {e}", id.name())),
-                None => Ok(Cow::Borrowed(&[][..])),
-            }
+            None
         };
         Ok(DwarfSections {
-            sections: gimli::DwarfSections::load(load)?,
-            endian,
+            sections,
+            endian: endian_of(file),
+            package,
         })
+    }
+}
+
+fn endian_of(file: &object::File<'_>) -> RunTimeEndian {
+    if file.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    }
+}
+
+/// The bytes of section `name` of `file` (empty when absent), decompressed when the section
+/// is compressed (`SHF_COMPRESSED`, zlib or zstd: `-gz`, `-gz=zstd`).
+fn section_data<'d>(file: &object::File<'d>, name: &str) -> Result<Cow<'d, [u8]>, String> {
+    let Some(section) = file.section_by_name(name) else {
+        return Ok(Cow::Borrowed(&[][..]));
+    };
+    let bad = |e: &dyn std::fmt::Display| format!("section {name}: {e}");
+    let compressed = section.compressed_data().map_err(|e| bad(&e))?;
+    let size = usize::try_from(compressed.uncompressed_size).map_err(|e| bad(&e))?;
+    match compressed.format {
+        object::CompressionFormat::None => Ok(Cow::Borrowed(compressed.data)),
+        object::CompressionFormat::Zlib => {
+            let mut out = Vec::with_capacity(size);
+            std::io::Read::read_to_end(
+                &mut flate2::read::ZlibDecoder::new(compressed.data),
+                &mut out,
+            )
+            .map_err(|e| bad(&format!("zlib: {e}")))?;
+            Ok(Cow::Owned(out))
+        }
+        object::CompressionFormat::Zstandard => zstd::bulk::decompress(compressed.data, size)
+            .map(Cow::Owned)
+            .map_err(|e| bad(&format!("zstd: {e}"))),
+        other => Err(bad(&format!("unsupported compression {other:?}"))),
+    }
+}
+
+/// An ELF file read whole (a `.dwo` or a `.dwp`), `Err` naming it.
+fn read_elf(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("split DWARF {}: {e}", path.display()))
+}
+
+fn parse_elf<'b>(path: &Path, bytes: &'b [u8]) -> Result<object::File<'b>, String> {
+    object::File::parse(bytes).map_err(|e| format!("split DWARF {}: {e}", path.display()))
+}
+
+/// The sections of the package `path`, owned.
+fn load_package(path: &Path) -> Result<gimli::DwarfPackageSections<Cow<'static, [u8]>>, String> {
+    let bytes = read_elf(path)?;
+    let file = parse_elf(path, &bytes)?;
+    gimli::DwarfPackageSections::load(|id| {
+        let data = match id.dwo_name() {
+            Some(name) => section_data(&file, name),
+            None => Ok(Cow::Borrowed(&[][..])),
+        };
+        data.map(|d| Cow::Owned(d.into_owned())).map_err(LoadError)
+    })
+    .map_err(|LoadError(e)| format!("split DWARF {}: {e}", path.display()))
+}
+
+/// A section loader's error, as gimli's package loader wants it (`From<gimli::Error>`).
+struct LoadError(String);
+
+impl From<gimli::Error> for LoadError {
+    fn from(e: gimli::Error) -> LoadError {
+        LoadError(e.to_string())
     }
 }
 
@@ -102,6 +171,8 @@ impl<'d> DwarfSections<'d> {
 pub struct Dwarf<'a> {
     dwarf: gimli::Dwarf<R<'a>>,
     units: Vec<gimli::Unit<R<'a>>>,
+    /// [`DwarfSections::package`], indexed.
+    package: Option<(&'a Path, gimli::DwarfPackage<R<'a>>)>,
     /// (begin, end, unit) of every unit's address ranges, sorted.
     unit_ranges: Vec<(u64, u64, usize)>,
 }
@@ -132,9 +203,22 @@ impl<'a> Dwarf<'a> {
             return Err("no line table (.debug_line): build with -g".into());
         }
         unit_ranges.sort_unstable();
+        let package = match &sections.package {
+            Some((path, package)) => {
+                let package = package
+                    .borrow(
+                        |s| EndianSlice::new(s.as_ref(), endian),
+                        EndianSlice::new(&[], endian),
+                    )
+                    .map_err(|e| format!("split DWARF {}: {e}", path.display()))?;
+                Some((path.as_path(), package))
+            }
+            None => None,
+        };
         Ok(Dwarf {
             dwarf,
             units,
+            package,
             unit_ranges,
         })
     }
@@ -209,8 +293,8 @@ impl DebugInfo {
         let parts: Vec<(usize, UnitInfo)> = new
             .par_iter()
             .map(|&u| decode_unit(dwarf, u).map(|info| (u, info)))
-            .collect::<gimli::Result<_>>()
-            .map_err(|e| format!("malformed DWARF: {e}"))?;
+            .collect::<Result<_, SplitError>>()
+            .map_err(|e| e.to_string())?;
         for (u, part) in parts {
             let base = self.nodes.len();
             self.nodes.extend(part.nodes.into_iter().map(|mut n| {
@@ -367,7 +451,7 @@ const NO_LINE: u32 = u32::MAX;
 const LAST_ROW_WINS: bool = true;
 
 /// The line table rows and inline tree of unit `ui`.
-fn decode_unit(dw: &Dwarf<'_>, ui: usize) -> gimli::Result<UnitInfo> {
+fn decode_unit(dw: &Dwarf<'_>, ui: usize) -> Result<UnitInfo, SplitError> {
     let (dwarf, units) = (&dw.dwarf, &dw.units[..]);
     let unit = &units[ui];
     let mut info = UnitInfo::default();
@@ -389,10 +473,117 @@ fn decode_unit(dw: &Dwarf<'_>, ui: usize) -> gimli::Result<UnitInfo> {
         }
     }
     let mut names = Names::default();
+    match unit.dwo_id {
+        // A skeleton unit: its DIEs are in a `.dwo` file or the package.
+        Some(id) => walk_split_unit(dw, unit, id, &mut info, &mut names)?,
+        None => {
+            let mut tree = unit.entries_tree(None)?;
+            let root = tree.root()?;
+            walk(dwarf, units, ui, root, None, &mut info, &mut names)?;
+        }
+    }
+    Ok(info)
+}
+
+/// Walks the split unit of the skeleton unit `skeleton` (DWO id `id`): from the package when
+/// it holds the id, else from the `.dwo` file the skeleton names (`DW_AT_dwo_name`, relative
+/// to `DW_AT_comp_dir`), as LLVM's `DWARFUnit::parseDWO` looks for it.
+fn walk_split_unit(
+    dw: &Dwarf<'_>,
+    skeleton: &gimli::Unit<R<'_>>,
+    id: gimli::DwoId,
+    info: &mut UnitInfo,
+    names: &mut Names,
+) -> Result<(), SplitError> {
+    if let Some((path, package)) = &dw.package {
+        let found = package
+            .find_cu(id, &dw.dwarf)
+            .map_err(|e| SplitError::in_file(path, e))?;
+        if let Some(dwo) = found {
+            return walk_dwo(&dwo, skeleton, info, names).map_err(|e| SplitError::in_file(path, e));
+        }
+    }
+    let path = dwo_path(&dw.dwarf, skeleton)?;
+    let bytes = read_elf(&path).map_err(SplitError::Message)?;
+    let file = parse_elf(&path, &bytes).map_err(SplitError::Message)?;
+    let sections = gimli::DwarfSections::load(|id| match id.dwo_name() {
+        Some(name) => section_data(&file, name),
+        None => Ok(Cow::Borrowed(&[][..])),
+    })
+    .map_err(|e| SplitError::Message(format!("split DWARF {}: {e}", path.display())))?;
+    let endian = endian_of(&file);
+    let mut dwo = sections.borrow(|s| EndianSlice::new(s.as_ref(), endian));
+    dwo.make_dwo(&dw.dwarf);
+    walk_dwo(&dwo, skeleton, info, names).map_err(|e| SplitError::in_file(&path, e))
+}
+
+/// The `.dwo` file of the skeleton unit `skeleton`.
+fn dwo_path(
+    dwarf: &gimli::Dwarf<R<'_>>,
+    skeleton: &gimli::Unit<R<'_>>,
+) -> Result<PathBuf, SplitError> {
+    let text = |r: R<'_>| PathBuf::from(String::from_utf8_lossy(r.slice()).into_owned());
+    let name = match skeleton.dwo_name()? {
+        Some(v) => text(dwarf.attr_string(skeleton, v)?),
+        None => {
+            return Err(SplitError::Message(
+                "split DWARF: a skeleton unit names no .dwo file (DW_AT_dwo_name)".into(),
+            ))
+        }
+    };
+    Ok(match skeleton.comp_dir {
+        Some(dir) if name.is_relative() => text(dir).join(name),
+        _ => name,
+    })
+}
+
+/// Walks the one compilation unit of the split DWARF `dwo`, whose skeleton is `skeleton`.
+fn walk_dwo(
+    dwo: &gimli::Dwarf<R<'_>>,
+    skeleton: &gimli::Unit<R<'_>>,
+    info: &mut UnitInfo,
+    names: &mut Names,
+) -> gimli::Result<()> {
+    let Some(header) = dwo.units().next()? else {
+        return Ok(());
+    };
+    let mut unit = dwo.unit(header)?;
+    unit.copy_relocated_attributes(skeleton);
+    let units = std::slice::from_ref(&unit);
     let mut tree = unit.entries_tree(None)?;
     let root = tree.root()?;
-    walk(dwarf, units, ui, root, None, &mut info, &mut names)?;
-    Ok(info)
+    walk(dwo, units, 0, root, None, info, names)
+}
+
+/// Why a unit's DWARF cannot be decoded.
+#[derive(Debug)]
+enum SplitError {
+    Gimli(gimli::Error),
+    Message(String),
+}
+
+impl SplitError {
+    fn in_file(path: &Path, e: gimli::Error) -> SplitError {
+        SplitError::Message(format!(
+            "split DWARF {}: malformed DWARF: {e}",
+            path.display()
+        ))
+    }
+}
+
+impl From<gimli::Error> for SplitError {
+    fn from(e: gimli::Error) -> SplitError {
+        SplitError::Gimli(e)
+    }
+}
+
+impl std::fmt::Display for SplitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SplitError::Gimli(e) => write!(f, "malformed DWARF: {e}"),
+            SplitError::Message(m) => f.write_str(m),
+        }
+    }
 }
 
 /// Names and declaration lines of DIEs, by (unit, offset), resolved once.

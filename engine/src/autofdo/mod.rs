@@ -97,7 +97,7 @@ impl Binary {
         }
         // The DWARF's presence and unit headers are checked now, before the capture is read
         // to the end; the units themselves are decoded when a profile needs them.
-        let sections = DwarfSections::load(&file).map_err(bad)?;
+        let sections = DwarfSections::load(&file, path).map_err(bad)?;
         Dwarf::new(&sections).map_err(bad)?;
         let code = profgen::Code::new(&file);
         drop((sections, file));
@@ -412,7 +412,7 @@ pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(
     let emitted: Vec<Arc<str>> = symbols.keys().cloned().collect();
     // The DWARF of the processed functions' units, nothing else.
     let file = binary.object()?;
-    let sections = DwarfSections::load(&file).map_err(|m| binary.error(m))?;
+    let sections = DwarfSections::load(&file, &binary.path).map_err(|m| binary.error(m))?;
     let dwarf = Dwarf::new(&sections).map_err(|m| binary.error(m))?;
     let mut debug = DebugInfo::default();
     debug

@@ -355,18 +355,6 @@ fn merge_max(into: &mut FunctionSamples, from: FunctionSamples) {
     }
 }
 
-fn merge_profiles(mut a: Profiles, b: Profiles) -> Profiles {
-    let (mut a, b) = if a.len() >= b.len() {
-        (a, b)
-    } else {
-        (b, std::mem::take(&mut a))
-    };
-    for (name, f) in b {
-        merge_max(a.entry(name).or_default(), f);
-    }
-    a
-}
-
 /// `findDisjointRanges`.
 fn disjoint(ranges: &BTreeMap<(u64, u64), u64>) -> Vec<(u64, u64, u64)> {
     #[derive(Default)]
@@ -449,20 +437,30 @@ struct InstStarts {
 
 impl InstStarts {
     /// Decodes (in parallel) the chunks holding any of `addresses` and marks their
-    /// instructions.
-    fn new(code: &Code, mut addresses: Vec<u64>) -> InstStarts {
-        addresses.par_sort_unstable();
-        addresses.dedup();
-        let mut touched: Vec<usize> = Vec::new();
-        let mut i = 0;
-        for a in addresses {
-            while i < code.chunks.len() && code.chunks[i].end <= a {
-                i += 1;
-            }
-            if i < code.chunks.len() && code.chunks[i].start <= a && touched.last() != Some(&i) {
-                touched.push(i);
-            }
-        }
+    /// instructions. The addresses are not collected: a bit per chunk says which are touched.
+    fn new(code: &Code, addresses: impl ParallelIterator<Item = u64>) -> InstStarts {
+        let words = code.chunks.len().div_ceil(64);
+        let marked = addresses
+            .fold(
+                || vec![0u64; words],
+                |mut bits, a| {
+                    let i = code.ends.partition_point(|&end| end <= a);
+                    if code.chunks.get(i).is_some_and(|c| c.start <= a) {
+                        bits[i / 64] |= 1 << (i % 64);
+                    }
+                    bits
+                },
+            )
+            .reduce(
+                || vec![0u64; words],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                    a
+                },
+            );
+        let touched: Vec<usize> = (0..code.chunks.len())
+            .filter(|&i| marked[i / 64] & (1 << (i % 64)) != 0)
+            .collect();
         touched.par_iter().for_each(|&i| {
             code.decoded(&code.chunks[i]);
         });
@@ -494,12 +492,11 @@ impl InstStarts {
 
 /// The ranges and branches llvm-profgen keeps of `traces`, each summed over its traces.
 fn ranges_and_branches(code: &Code, traces: &BinaryProfile) -> (Vec<Counted>, Vec<Counted>) {
-    let addresses: Vec<u64> = traces
+    let addresses = traces
         .traces
         .par_iter()
         .flat_map_iter(|&((_, target, next), _)| [target, next])
-        .filter(|&a| a != BR_ONLY)
-        .collect();
+        .filter(|&a| a != BR_ONLY);
     let starts = InstStarts::new(code, addresses);
     let (ranges, branches): (Vec<Counted>, Vec<Counted>) = traces
         .traces
@@ -548,6 +545,8 @@ fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
         }
         same
     });
+    // The capacity held every trace's copy; the profile needs the memory more.
+    v.shrink_to_fit();
     v
 }
 
@@ -570,7 +569,7 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
         functions: 0,
     };
     let file = binary.object()?;
-    let sections = DwarfSections::load(&file).map_err(|m| binary.error(m))?;
+    let sections = DwarfSections::load(&file, &binary.path).map_err(|m| binary.error(m))?;
     let dwarf = Dwarf::new(&sections).map_err(|m| binary.error(m))?;
     let mut debug = DebugInfo::default();
     // The units of the ranges and branches, then those of other functions of the same names
@@ -597,8 +596,17 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
     // Contiguous blocks of ranges per task: a function's profile is then built in one or two
     // tasks, not copied into every task's partial profile.
     let block = dis.len().div_ceil(rayon::current_num_threads() * 8).max(1);
-    let from_ranges = dis
-        .par_chunks(block)
+    // Each block's partial profile is merged into this one as soon as it is built: at most
+    // one partial per thread is alive, where a reduction tree kept many (and the branches'
+    // whole profile) next to the result.
+    let merged = std::sync::Mutex::new(Profiles::new());
+    let merge_in = |partial: Profiles| {
+        let mut all = merged.lock().expect("a merge panicked");
+        for (name, f) in partial {
+            merge_max(all.entry(name).or_default(), f);
+        }
+    };
+    dis.par_chunks(block)
         .map(|block| {
             let mut profiles = Profiles::new();
             let (mut stack, mut fr) = (Vec::new(), Vec::new());
@@ -622,12 +630,12 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
             }
             profiles
         })
-        .reduce(Profiles::new, merge_profiles);
+        .for_each(merge_in);
     let block = branches
         .len()
         .div_ceil(rayon::current_num_threads() * 8)
         .max(1);
-    let from_branches = branches
+    branches
         .par_chunks(block)
         .map(|block| {
             let mut profiles = Profiles::new();
@@ -657,8 +665,8 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
             }
             profiles
         })
-        .reduce(Profiles::new, merge_profiles);
-    let profiles = merge_profiles(from_ranges, from_branches);
+        .for_each(merge_in);
+    let profiles = merged.into_inner().expect("a merge panicked");
     let mut out = Profile::default();
     for (id, mut f) in profiles {
         let name = &names.ids[id as usize];
