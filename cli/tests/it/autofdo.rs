@@ -9,7 +9,7 @@ use crate::common::*;
 use testsupport::*;
 
 /// `llvm-profdata-19 merge --sample --text IN -o OUT`, read back.
-fn normalized(input: &Path) -> String {
+pub(crate) fn normalized(input: &Path) -> String {
     let out = input.with_extension("norm.txt");
     run_ok(
         Command::new(LLVM_PROFDATA_19)
@@ -25,9 +25,10 @@ fn normalized(input: &Path) -> String {
 const GARBLED: &str = "@garbled@";
 
 /// create_llvm_prof 0.19 (Debian) prints some inlined callees' names from freed memory: a
-/// callsite line ` LOC: NAME:TOTAL` whose NAME has bytes outside printable ASCII gets
-/// [`GARBLED`] instead. Returns the cleaned text and how many names were replaced.
-fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
+/// callsite line ` LOC: NAME:TOTAL` whose NAME has bytes outside printable ASCII, or is
+/// printable but one word with a byte no symbol name has (`p]`), gets [`GARBLED`] instead.
+/// Returns the cleaned text and how many names were replaced.
+pub(crate) fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(bytes.len());
     let mut replaced = 0;
     for line in whole_lines(bytes) {
@@ -36,8 +37,15 @@ fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
         let indent = line.iter().take_while(|&&b| b == b' ').count();
         let colon = line.iter().position(|&b| b == b':');
         let last = line.iter().rposition(|&b| b == b':');
+        let odd_word = |c: usize, l: usize| {
+            let name = &line[c + 2..l];
+            !name.contains(&b' ')
+                && !name
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b"_.$".contains(&b))
+        };
         match (printable, colon, last) {
-            (false, Some(c), Some(l)) if indent > 0 && c + 2 < l => {
+            (p, Some(c), Some(l)) if indent > 0 && c + 2 < l && (!p || odd_word(c, l)) => {
                 out.extend_from_slice(&line[..c + 2]);
                 out.extend_from_slice(GARBLED.as_bytes());
                 out.extend_from_slice(&line[l..]);
@@ -72,7 +80,7 @@ fn whole_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// Line by line equality, where a [`GARBLED`] name of create_llvm_prof matches any name.
-fn assert_equal_but_garbled(ours: &str, theirs: &str) {
+pub(crate) fn assert_equal_but_garbled(ours: &str, theirs: &str) {
     let (o, t): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
     assert_eq!(
         o.len(),
@@ -103,14 +111,20 @@ fn diff_hint(o: &[&str], t: &[&str]) -> String {
     )
 }
 
-fn have_tools() -> bool {
+pub(crate) fn have_tools() -> bool {
     have_tool(CREATE_LLVM_PROF) && have_tool(LLVM_PROFDATA_19)
 }
 
 /// `create_llvm_prof --format=text`.
-fn create_llvm_prof(binary: &Path, profile: &Path, out: &Path) {
+pub(crate) fn create_llvm_prof(binary: &Path, profile: &Path, out: &Path) {
+    create_llvm_prof_with(binary, profile, out, &[]);
+}
+
+/// `create_llvm_prof --format=text` with `extra` options.
+pub(crate) fn create_llvm_prof_with(binary: &Path, profile: &Path, out: &Path, extra: &[&str]) {
     run_ok(
         Command::new(CREATE_LLVM_PROF)
+            .args(extra)
             .arg("--format=text")
             .arg(format!("--binary={}", binary.display()))
             .arg(format!("--profile={}", profile.display()))
@@ -120,7 +134,7 @@ fn create_llvm_prof(binary: &Path, profile: &Path, out: &Path) {
 }
 
 /// `profmill autofdo --style autofdo --format text`.
-fn ours(binary: &Path, profile: &Path, out: &Path) {
+pub(crate) fn ours(binary: &Path, profile: &Path, out: &Path) {
     run_ok(
         profmill()
             .args(["autofdo", "--style", "autofdo", "--format", "text", "-b"])
@@ -192,7 +206,7 @@ fn test_lbr_equals_create_llvm_prof_but_its_garbled_inline_names() {
     );
 }
 
-const PROGRAM_C: &str = r#"
+pub(crate) const PROGRAM_C: &str = r#"
 #include <stdio.h>
 static inline int sq(int x) { return x * x; }
 static inline int mix(int x) { int s = 0; for (int i = 0; i < (x & 31); i++) s += (i & 1) ? sq(i) : i ^ x; return s; }
@@ -202,7 +216,7 @@ int main(int argc, char **argv) { printf("%d\n", walk(argc * 300000)); return 0;
 "#;
 
 /// The test program built by clang-19 with `extra` flags.
-fn clang_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+pub(crate) fn clang_program(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     std::fs::write(dir.join("prog.c"), PROGRAM_C).unwrap();
     let out = dir.join(name);
     run_ok(
@@ -281,7 +295,7 @@ fn clang_program_equals_create_llvm_prof_but_its_garbled_inline_names() {
 }
 
 /// `llvm-profgen --format=text` of LLVM 19 (it runs `perf script`).
-fn llvm_profgen(binary: &Path, capture: &Path, out: &Path) {
+pub(crate) fn llvm_profgen(binary: &Path, capture: &Path, out: &Path) {
     run_ok(
         Command::new(LLVM_PROFGEN_19)
             .arg(format!("--binary={}", binary.display()))
@@ -292,7 +306,7 @@ fn llvm_profgen(binary: &Path, capture: &Path, out: &Path) {
 }
 
 /// `profmill autofdo --format text` in the default style (llvm-profgen's).
-fn ours_profgen(binary: &Path, profile: &Path, out: &Path) {
+pub(crate) fn ours_profgen(binary: &Path, profile: &Path, out: &Path) {
     run_ok(
         profmill()
             .args(["autofdo", "--format", "text", "-b"])
@@ -304,7 +318,7 @@ fn ours_profgen(binary: &Path, profile: &Path, out: &Path) {
     );
 }
 
-fn have_profgen_tools() -> bool {
+pub(crate) fn have_profgen_tools() -> bool {
     have_tool(LLVM_PROFGEN_19) && have_tool(PERF) && have_tool(LLVM_PROFDATA_19)
 }
 

@@ -2,6 +2,7 @@
 //! area) so that `cargo test` links once instead of once per file.
 
 mod autofdo;
+mod autofdo_ips;
 mod bat;
 mod common;
 mod drop_in_cl;

@@ -336,13 +336,17 @@ fn leaf<'p>(
 
 /// Two partial profiles of the same function as one: totals, heads and call targets add up,
 /// a line's count is the larger (each instruction is counted in one part only, and a line's
-/// count is the maximum over its instructions).
-fn merge_max(into: &mut FunctionSamples, from: FunctionSamples) {
+/// count is the maximum over its instructions), or with `sum` (IP samples) the sum.
+fn merge_max(into: &mut FunctionSamples, from: FunctionSamples, sum: bool) {
     into.total += from.total;
     into.head += from.head;
     for (loc, r) in from.body {
         let mine = into.body.entry(loc).or_default();
-        mine.count = mine.count.max(r.count);
+        mine.count = if sum {
+            mine.count + r.count
+        } else {
+            mine.count.max(r.count)
+        };
         for (t, n) in r.targets {
             *mine.targets.entry(t).or_default() += n;
         }
@@ -350,19 +354,19 @@ fn merge_max(into: &mut FunctionSamples, from: FunctionSamples) {
     for (loc, callees) in from.callsites {
         let mine = into.callsites.entry(loc).or_default();
         for (name, f) in callees {
-            merge_max(mine.entry(name).or_default(), f);
+            merge_max(mine.entry(name).or_default(), f, sum);
         }
     }
 }
 
-fn merge_profiles(mut a: Profiles, b: Profiles) -> Profiles {
+fn merge_profiles(mut a: Profiles, b: Profiles, sum: bool) -> Profiles {
     let (mut a, b) = if a.len() >= b.len() {
         (a, b)
     } else {
         (b, std::mem::take(&mut a))
     };
     for (name, f) in b {
-        merge_max(a.entry(name).or_default(), f);
+        merge_max(a.entry(name).or_default(), f, sum);
     }
     a
 }
@@ -442,7 +446,7 @@ fn ambiguous(name: &str) -> bool {
 
 /// Which addresses start an instruction, for the chunks decoded so far: a bit per byte of
 /// the code's span (a binary search per address missed the cache on every step).
-struct InstStarts {
+pub(super) struct InstStarts {
     base: u64,
     bits: Vec<u64>,
 }
@@ -450,7 +454,7 @@ struct InstStarts {
 impl InstStarts {
     /// Decodes (in parallel) the chunks holding any of `addresses` and marks their
     /// instructions.
-    fn new(code: &Code, mut addresses: Vec<u64>) -> InstStarts {
+    pub(super) fn new(code: &Code, mut addresses: Vec<u64>) -> InstStarts {
         addresses.par_sort_unstable();
         addresses.dedup();
         let mut touched: Vec<usize> = Vec::new();
@@ -481,7 +485,7 @@ impl InstStarts {
         InstStarts { base, bits }
     }
 
-    fn contains(&self, a: u64) -> bool {
+    pub(super) fn contains(&self, a: u64) -> bool {
         let Some(bit) = a.checked_sub(self.base) else {
             return false;
         };
@@ -536,7 +540,7 @@ fn ranges_and_branches(code: &Code, traces: &BinaryProfile) -> (Vec<Counted>, Ve
 }
 
 /// A key (a range or a branch) and its count.
-type Counted = ((u64, u64), u64);
+pub(super) type Counted = ((u64, u64), u64);
 
 /// `v` sorted by key, equal keys summed (in place).
 fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
@@ -556,11 +560,18 @@ fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
 /// DWARF of the units the profile touches is decoded, nothing else.
 pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile, Report)> {
     let code = &binary.code;
-    let (ranges, branches) = ranges_and_branches(code, &traces);
+    // IP samples (`--leading-ip-only`): a line's count is the sum over its instructions, with
+    // no duplication factor, where LBR ranges take the maximum.
+    let sum = traces.traces.is_empty();
+    let (ranges, branches) = if sum {
+        (super::ips::profgen_ranges(code, &traces.ips), Vec::new())
+    } else {
+        ranges_and_branches(code, &traces)
+    };
     drop(traces);
     if ranges.is_empty() && branches.is_empty() {
         return Err(Error::Mismatch(
-            "no LBR sample falls in the binary (is it the profiled binary, and was the capture recorded with -b?)".into(),
+            "no sample falls in the binary's code (is it the profiled binary?)".into(),
         ));
     }
     let report = Report {
@@ -615,14 +626,17 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
                         line: last.line,
                         disc: base_discriminator(last.disc),
                     };
-                    let count = n * duplication_factor(last.disc);
                     let r = f.body.entry(loc).or_default();
-                    r.count = r.count.max(count);
+                    if sum {
+                        r.count += n;
+                    } else {
+                        r.count = r.count.max(n * duplication_factor(last.disc));
+                    }
                 }
             }
             profiles
         })
-        .reduce(Profiles::new, merge_profiles);
+        .reduce(Profiles::new, |a, b| merge_profiles(a, b, sum));
     let block = branches
         .len()
         .div_ceil(rayon::current_num_threads() * 8)
@@ -657,8 +671,8 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
             }
             profiles
         })
-        .reduce(Profiles::new, merge_profiles);
-    let profiles = merge_profiles(from_ranges, from_branches);
+        .reduce(Profiles::new, |a, b| merge_profiles(a, b, sum));
+    let profiles = merge_profiles(from_ranges, from_branches, sum);
     let mut out = Profile::default();
     for (id, mut f) in profiles {
         let name = &names.ids[id as usize];
