@@ -159,7 +159,13 @@ fn read_traces(
     let bar = crate::progress::Bar::bytes(total, "reading");
     // A capture without branch stacks gives IP samples (`result.basic`), which both styles
     // turn into a profile as their tools do without LBR (engine::autofdo::ips).
-    let mut result = aggregate(&Input::File(args.profile.clone()), &request, &bar)?;
+    // Mismatches (the binary not mapped, its build-id not listed) name the binary: name
+    // the capture too.
+    let mut result =
+        aggregate(&Input::File(args.profile.clone()), &request, &bar).map_err(|e| match e {
+            engine::Error::Mismatch(m) => format!("{}: {m}", args.profile.display()).into(),
+            e => BoxError::from(e),
+        })?;
     let p = result.profiles.swap_remove(0);
     if p.traces.is_empty() && p.ips.is_empty() {
         return Err(no_sample(args));

@@ -42,7 +42,7 @@ fn pids_mapping(binary: &Path, capture: &Path) -> Vec<String> {
 
 /// llvm-profgen 19 `--leading-ip-only --format=text` on `capture`'s IP samples of the
 /// processes that map `binary`.
-fn llvm_profgen_ips(binary: &Path, capture: &Path, out: &Path) {
+pub(crate) fn llvm_profgen_ips(binary: &Path, capture: &Path, out: &Path) {
     let pids = pids_mapping(binary, capture);
     assert!(!pids.is_empty(), "no process maps {}", binary.display());
     let script = run_ok(
@@ -173,4 +173,63 @@ pub(crate) fn record_cpu_clock(binary: &Path, dir: &Path) -> Option<std::path::P
         return None;
     }
     Some(capture)
+}
+
+/// A capture where the binary is mapped but no sample falls in it (a shared library the
+/// program loads and never calls): a clear error naming the capture and the binary, in both
+/// styles, and no output file. perf lists the build-ids of the files sampled only, so
+/// without `--ignore-build-id` the error is that the build-id is not in the capture.
+#[test]
+fn capture_without_samples_in_the_binary_is_a_clear_error() {
+    if !have_tool(CLANG_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("idle.c"), "int idle(void) { return 1; }\n").unwrap();
+    run_ok(
+        Command::new(CLANG_19)
+            .args(["-O2", "-g", "-fPIC", "-shared", "-Wl,--build-id", "idle.c"])
+            .args(["-o", "libidle.so"])
+            .current_dir(d),
+    );
+    let binary = clang_program(
+        d,
+        "prog",
+        &[
+            "-g",
+            "-L.",
+            "-Wl,--no-as-needed",
+            "-lidle",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let Some(capture) = record_cpu_clock(&binary, d) else {
+        return;
+    };
+    let out = d.join("out.txt");
+    for (style, ignore, says) in [
+        ("llvm-profgen", false, "is not in the capture"),
+        ("llvm-profgen", true, "no sample falls in"),
+        ("autofdo", true, "no sample falls in"),
+    ] {
+        let mut cmd = profmill();
+        cmd.args(["autofdo", "--style", style, "-b"])
+            .arg(d.join("libidle.so"))
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&out);
+        if ignore {
+            cmd.arg("--ignore-build-id");
+        }
+        let o = run(&mut cmd);
+        assert!(!o.status.success(), "{style}");
+        assert!(!out.exists(), "{style}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains("cpu-clock.data") && e.contains("libidle.so") && e.contains(says),
+            "{style}: {e}"
+        );
+    }
 }

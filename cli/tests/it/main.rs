@@ -2,6 +2,7 @@
 //! area) so that `cargo test` links once instead of once per file.
 
 mod autofdo;
+mod autofdo_gcc;
 mod autofdo_ips;
 mod bat;
 mod common;

@@ -165,6 +165,13 @@ impl<'a> Dwarf<'a> {
         found.dedup();
         found
     }
+
+    /// The unit with the last address range starting at or before `a` (it covers `a`, or
+    /// its line table has the last row before `a`).
+    pub fn unit_before(&self, a: u64) -> Option<usize> {
+        let i = self.unit_ranges.partition_point(|r| r.0 <= a);
+        i.checked_sub(1).map(|i| self.unit_ranges[i].2)
+    }
 }
 
 /// A binary's line table and inline tree, for the units loaded so far.
@@ -246,6 +253,13 @@ impl DebugInfo {
             }
         }
         Ok(())
+    }
+
+    /// autofdo's line map, which keeps no sequence end: an address past the end of a
+    /// sequence (e.g. `_start`, which has no line information, after GCC's `main` in
+    /// `.text.startup`) takes the sequence's last row. Call after the last load.
+    pub fn without_sequence_ends(&mut self) {
+        self.rows.retain(|r| r.1 != NO_LINE);
     }
 
     /// Frees what only further [`DebugInfo::load`]s need; none may follow.

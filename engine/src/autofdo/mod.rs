@@ -474,6 +474,13 @@ fn autofdo_profile(
                 .map(|name| (maps[name].start, maps[name].end - 1)),
         )
         .map_err(|m| binary.error(m))?;
+    // A function outside every unit takes the last row before it: load that row's unit.
+    let before: Vec<usize> = emitted
+        .iter()
+        .filter_map(|name| dwarf.unit_before(maps[name].start))
+        .collect();
+    debug.load(&dwarf, &before).map_err(|m| binary.error(m))?;
+    debug.without_sequence_ends();
     let processed: Vec<(Symbol, Heads)> = emitted
         .par_iter()
         .map(|name| function_symbol(binary, &debug, &maps[name], &symbols, d))
