@@ -371,3 +371,32 @@ fn gcc_12() -> Option<&'static str> {
     tool_missing("gcc 12 (gcc-12, or gcc of version 12)");
     None
 }
+
+/// `--format gcov-v4|gcov-v4-compact|gcov-v4-text` (the AutoFDO GCOV v4 proposal; no tool
+/// reads it yet): each converts back to the same profile as the gcov output, on test.lbr.
+#[test]
+fn gcov_v4_outputs_convert_back_to_the_gcov_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("test.binary");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
+    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let as_text = |format: &str| {
+        let out = d.join(format!("ours.{format}"));
+        ours_autofdo(&binary, &capture, format, &out);
+        let text = d.join(format!("{format}.txt"));
+        run_ok(
+            profmill()
+                .arg("convert")
+                .arg(&out)
+                .args(["--to", "text", "-o"])
+                .arg(&text),
+        );
+        std::fs::read_to_string(&text).unwrap()
+    };
+    let gcov = as_text("gcov");
+    assert!(gcov.starts_with("longest_match:"), "{gcov}");
+    for format in ["gcov-v4", "gcov-v4-compact", "gcov-v4-text"] {
+        assert_eq!(as_text(format), gcov, "{format}");
+    }
+}
