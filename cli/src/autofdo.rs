@@ -86,6 +86,11 @@ pub struct Args {
     /// Match the binary by file name even when the capture or store names another build-id.
     #[arg(long)]
     pub(crate) ignore_build_id: bool,
+    /// Make the profile from the samples' IPs even when the capture has branch stacks
+    /// (llvm-profgen's `--leading-ip-only`, create_llvm_prof's `--use_lbr=false`); captures
+    /// without branch stacks always are.
+    #[arg(long)]
+    pub(crate) ip_samples: bool,
 }
 
 pub fn run(args: Args) -> Result<(), BoxError> {
@@ -93,6 +98,11 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         StyleArg::Autofdo => Style::Autofdo,
         StyleArg::LlvmProfgen => Style::LlvmProfgen,
     };
+    if args.ip_samples && style == Style::Autofdo {
+        // create_llvm_prof --use_lbr=false on an LBR capture counts lines from the IPs but
+        // heads and call targets from the branch stacks, and its threshold from the ranges.
+        return Err("--ip-samples is not implemented with --style autofdo (create_llvm_prof --use_lbr=false still reads the branch stacks); captures without branch stacks need no option".into());
+    }
     let (binary, traces) = std::thread::scope(|scope| {
         let binary = scope.spawn(|| autofdo::Binary::load(&args.binary));
         let traces = read_traces(&args, style);
@@ -137,12 +147,19 @@ fn read_traces(
         if p.traces.is_empty() && p.ips.is_empty() {
             return Err(no_sample(args));
         }
+        if args.ip_samples && p.ips.is_empty() {
+            return Err(format!(
+                "{}: the store holds branch traces, not IP samples (--ip-samples needs the capture)",
+                args.profile.display()
+            )
+            .into());
+        }
         return Ok(p);
     }
     let request = Request {
         binaries: vec![BinaryInfo::load(&args.binary)?],
         discover: None,
-        basic: false,
+        basic: args.ip_samples,
         pid: None,
         ignore_build_id: args.ignore_build_id,
         rules: Rules::Current,

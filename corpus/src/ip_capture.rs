@@ -25,7 +25,11 @@ pub fn write_ip_capture<W: Write + Seek>(
 fn ip_of(i: usize, stack: &[BranchEntry]) -> (u16, u64) {
     let h = mix64(i as u64 ^ 0x1b_5a4d);
     let e = &stack[(h % stack.len() as u64) as usize];
-    let ip = if (h >> 32) % 3 == 0 { e.to } else { e.from };
+    let ip = if (h >> 32).is_multiple_of(3) {
+        e.to
+    } else {
+        e.from
+    };
     let misc = if ip >= KERNEL_TEXT_START {
         perf_writer::MISC_KERNEL
     } else {

@@ -233,3 +233,60 @@ fn capture_without_samples_in_the_binary_is_a_clear_error() {
         );
     }
 }
+
+/// `--ip-samples` (and the drop-in's `--leading-ip-only`) on an LBR capture, autofdo's
+/// test.lbr: equal to llvm-profgen 19 `--leading-ip-only`. With `--style autofdo` it is
+/// refused: create_llvm_prof `--use_lbr=false` still takes heads and call targets from the
+/// branch stacks (not reproduced).
+#[test]
+fn ip_samples_of_an_lbr_capture_equal_llvm_profgen_leading_ip_only() {
+    if !have_profgen_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("test.binary");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
+    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let theirs = d.join("theirs.txt");
+    run_ok(
+        Command::new(LLVM_PROFGEN_19)
+            .arg(format!("--binary={}", binary.display()))
+            .arg(format!("--perfdata={}", capture.display()))
+            .arg(format!("--output={}", theirs.display()))
+            .args(["--format=text", "--leading-ip-only"]),
+    );
+    let t = normalized(&theirs);
+    let mine = d.join("ours.txt");
+    run_ok(
+        profmill()
+            .args(["autofdo", "--ip-samples", "--format", "text", "-b"])
+            .arg(&binary)
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&mine),
+    );
+    assert!(t.starts_with("longest_match:"), "{t}");
+    assert_eq!(normalized(&mine), t);
+    let link = d.join("llvm-profgen");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_profmill"), &link).unwrap();
+    let drop_in = d.join("drop-in.txt");
+    run_ok(
+        Command::new(&link)
+            .arg(format!("--binary={}", binary.display()))
+            .arg(format!("--perfdata={}", capture.display()))
+            .arg(format!("--output={}", drop_in.display()))
+            .args(["--format=text", "--leading-ip-only"]),
+    );
+    assert_eq!(normalized(&drop_in), t, "drop-in");
+    let o = run(profmill()
+        .args(["autofdo", "--ip-samples", "--style", "autofdo", "-b"])
+        .arg(&binary)
+        .arg("-p")
+        .arg(&capture)
+        .arg("-o")
+        .arg(d.join("refused.txt")));
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--ip-samples"));
+}
