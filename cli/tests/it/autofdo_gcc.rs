@@ -235,6 +235,34 @@ fn test_lbr_gcov_equals_create_gcov() {
     );
 }
 
+/// The C++ program and its library built with `-gdwarf-4` (create_gcov 0.19 reads no DWARF
+/// 5), a generated LBR capture of both: our gcov output equals create_gcov's for each after
+/// normalization. `main` ends at `_start`'s first byte here, so `_start` has no line (autofdo
+/// keeps the sequence end, which lies in a sampled function), unlike in the C program below.
+#[test]
+fn gcc_cxx_program_and_library_gcov_equal_create_gcov() {
+    if !have_gcov_tools() || !have_gcc() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (prog, lib) = gcc_program(d, &["-gdwarf-4"]);
+    let capture = d.join("lbr.data");
+    generate_capture(&capture, &[&prog, &lib], 2, 5_000, false, 5);
+    for (binary, name) in [(&prog, "_Z2swi"), (&lib, "lib_work")] {
+        let stem = binary.file_name().unwrap().to_string_lossy().into_owned();
+        let (theirs, mine) = (
+            d.join(format!("{stem}.t.afdo")),
+            d.join(format!("{stem}.o.afdo")),
+        );
+        create_gcov(binary, &capture, &theirs);
+        ours_autofdo(binary, &capture, "gcov", &mine);
+        let (o, t) = (normalized(&mine), normalized(&theirs));
+        assert!(o.contains(&format!("{name}:")), "{stem}: {o}");
+        assert_eq!(o, t, "{stem}");
+    }
+}
+
 const PROGRAM_C: &str = r#"#include <stdio.h>
 
 static inline int sq(int x) { return x * x; }
@@ -273,8 +301,9 @@ int main(int argc, char **argv) {
 /// A gcc `-O2 -g -gdwarf-4` C program (create_gcov 0.19 reads no DWARF 5) and a generated
 /// LBR capture: our gcov output equals create_gcov's after normalization. What this needed:
 /// GCC puts `main` in `.text.startup`, before `_start`, which has no line information;
-/// autofdo's line map keeps no sequence end, so `_start`'s addresses take `main`'s last row
-/// and `_start` gets a profile. Then GCC 12 reads our version 2 output without a word and
+/// autofdo's line map keeps only rows in sampled functions, so `main`'s sequence end (in the
+/// padding before `_start`) is dropped, `_start`'s addresses take `main`'s last row and
+/// `_start` gets a profile. Then GCC 12 reads our version 2 output without a word and
 /// uses it: every function's entry block gets its head count.
 #[test]
 fn gcc_program_gcov_equals_create_gcov_and_gcc_uses_it() {

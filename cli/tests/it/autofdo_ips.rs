@@ -189,7 +189,16 @@ fn capture_without_samples_in_the_binary_is_a_clear_error() {
     std::fs::write(d.join("idle.c"), "int idle(void) { return 1; }\n").unwrap();
     run_ok(
         Command::new(CLANG_19)
-            .args(["-O2", "-g", "-fPIC", "-shared", "-Wl,--build-id", "idle.c"])
+            // No start files: no `_init` or `frame_dummy` the loader would run.
+            .args([
+                "-O2",
+                "-g",
+                "-fPIC",
+                "-shared",
+                "-nostartfiles",
+                "-Wl,--build-id",
+            ])
+            .arg("idle.c")
             .args(["-o", "libidle.so"])
             .current_dir(d),
     );

@@ -255,11 +255,17 @@ impl DebugInfo {
         Ok(())
     }
 
-    /// autofdo's line map, which keeps no sequence end: an address past the end of a
-    /// sequence (e.g. `_start`, which has no line information, after GCC's `main` in
-    /// `.text.startup`) takes the sequence's last row. Call after the last load.
-    pub fn without_sequence_ends(&mut self) {
-        self.rows.retain(|r| r.1 != NO_LINE);
+    /// autofdo's line map, which keeps only the rows (sequence ends included) at addresses
+    /// of the sampled functions, `functions` (`[start, end)`, sorted): an address of a
+    /// sampled function with no row of its own takes the last kept row before it. So
+    /// `_start`, which has no line information, takes the last row of GCC's `main` (in
+    /// `.text.startup`, before it) when `main`'s sequence ends in the padding between them,
+    /// and has no line when it ends at `_start`'s first byte. Call after the last load.
+    pub fn keep_rows_within(&mut self, functions: &[(u64, u64)]) {
+        self.rows.retain(|r| {
+            let i = functions.partition_point(|f| f.0 <= r.0);
+            i > 0 && r.0 < functions[i - 1].1
+        });
     }
 
     /// Frees what only further [`DebugInfo::load`]s need; none may follow.

@@ -480,7 +480,15 @@ fn autofdo_profile(
         .filter_map(|name| dwarf.unit_before(maps[name].start))
         .collect();
     debug.load(&dwarf, &before).map_err(|m| binary.error(m))?;
-    debug.without_sequence_ends();
+    // autofdo's sampled functions: those holding a range's start or an IP.
+    let sampled: Vec<(u64, u64)> = maps
+        .values()
+        .filter(|m| !m.ranges.is_empty() || !m.ips.is_empty())
+        .map(|m| (m.start, m.end))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    debug.keep_rows_within(&sampled);
     let processed: Vec<(Symbol, Heads)> = emitted
         .par_iter()
         .map(|name| function_symbol(binary, &debug, &maps[name], &symbols, d))
