@@ -361,7 +361,8 @@ fn function_symbol(
 }
 
 /// The sample profile of `binary` from its LBR traces, or from its IP samples when the
-/// capture had no branch stacks ([`ips`]), in `style`. Fails when no sample falls in the
+/// capture had no branch stacks (as llvm-profgen `--leading-ip-only` and create_llvm_prof
+/// `--use_lbr=false` make them), in `style`. Fails when no sample falls in the
 /// binary. The traces are dropped as soon as their ranges and branches are summed.
 pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(Profile, Report)> {
     if style == Style::LlvmProfgen {
