@@ -9,6 +9,7 @@ use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, 
 use engine::sampleprof::{self, OutputFormat};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
+use formats::sampleprof::gcov_v4 as v4;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -19,6 +20,41 @@ pub enum Format {
     Binary,
     /// GCC AutoFDO gcov, the `407*` flavour LLVM reads (what create_gcov writes by default).
     Gcov,
+    /// GCC AutoFDO gcov version 1 (GCC 5-11).
+    GcovV1,
+    /// GCC AutoFDO gcov version 2 (GCC 12-15).
+    GcovV2,
+    /// GCC AutoFDO gcov version 3 (GCC 16).
+    GcovV3,
+    /// AutoFDO GCOV v4 (the proposal), binary.
+    GcovV4,
+    /// AutoFDO GCOV v4, compact (varint) binary.
+    GcovV4Compact,
+    /// AutoFDO GCOV v4, text.
+    GcovV4Text,
+}
+
+impl Format {
+    /// The encoding to write.
+    fn output(self) -> OutputFormat {
+        match self {
+            Format::Text => OutputFormat::Text,
+            Format::Binary => OutputFormat::Binary,
+            Format::Extbinary => OutputFormat::ExtBinary(ExtBinaryOptions::default()),
+            Format::Gcov => OutputFormat::Gcov(Version::V407),
+            Format::GcovV1 => OutputFormat::Gcov(Version::V1),
+            Format::GcovV2 => OutputFormat::Gcov(Version::V2),
+            Format::GcovV3 => OutputFormat::Gcov(Version::V3),
+            Format::GcovV4 => OutputFormat::GcovV4(v4::Encoding::Binary),
+            Format::GcovV4Compact => OutputFormat::GcovV4(v4::Encoding::Compact),
+            Format::GcovV4Text => OutputFormat::GcovV4(v4::Encoding::Text),
+        }
+    }
+
+    /// A format for GCC (`-fauto-profile`): with `--style autofdo`, create_gcov's conversion.
+    fn is_gcc(self) -> bool {
+        !matches!(self, Format::Text | Format::Binary | Format::Extbinary)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -34,7 +70,8 @@ pub struct Args {
     /// The profiled ELF binary, with debug information.
     #[arg(short, long)]
     pub(crate) binary: PathBuf,
-    /// A perf.data capture recorded with branch stacks (`perf record -b`), or a profile store.
+    /// A perf.data capture (with branch stacks, `perf record -b`, or IP samples only), or a
+    /// profile store.
     #[arg(short, long)]
     pub(crate) profile: PathBuf,
     /// The sample profile to write.
@@ -49,6 +86,11 @@ pub struct Args {
     /// Match the binary by file name even when the capture or store names another build-id.
     #[arg(long)]
     pub(crate) ignore_build_id: bool,
+    /// Make the profile from the samples' IPs even when the capture has branch stacks
+    /// (llvm-profgen's `--leading-ip-only`, create_llvm_prof's `--use_lbr=false`); captures
+    /// without branch stacks always are.
+    #[arg(long)]
+    pub(crate) ip_samples: bool,
 }
 
 pub fn run(args: Args) -> Result<(), BoxError> {
@@ -56,6 +98,11 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         StyleArg::Autofdo => Style::Autofdo,
         StyleArg::LlvmProfgen => Style::LlvmProfgen,
     };
+    if args.ip_samples && style == Style::Autofdo {
+        // create_llvm_prof --use_lbr=false on an LBR capture counts lines from the IPs but
+        // heads and call targets from the branch stacks, and its threshold from the ranges.
+        return Err("--ip-samples is not implemented with --style autofdo (create_llvm_prof --use_lbr=false still reads the branch stacks); captures without branch stacks need no option".into());
+    }
     let (binary, traces) = std::thread::scope(|scope| {
         let binary = scope.spawn(|| autofdo::Binary::load(&args.binary));
         let traces = read_traces(&args, style);
@@ -65,19 +112,23 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         (binary, traces)
     });
     let (binary, traces) = (binary?, traces?);
-    let (profile, report) = autofdo::profile(&binary, traces, style)
-        .map_err(|e| format!("{}: {e}", args.binary.display()))?;
+    // GCC's formats get create_gcov's conversion (GCC's discriminators as they are).
+    let made = match style == Style::Autofdo && args.format.is_gcc() {
+        true => autofdo::gcc_profile(&binary, traces),
+        false => autofdo::profile(&binary, traces, style),
+    };
+    let (profile, report) = made.map_err(|e| {
+        format!(
+            "{} with {}: {e}",
+            args.profile.display(),
+            args.binary.display()
+        )
+    })?;
     eprintln!(
         "profmill: {} ranges ({} samples × bytes), {} branches, {} functions",
         report.ranges, report.total_count, report.branches, report.functions
     );
-    let format = match args.format {
-        Format::Text => OutputFormat::Text,
-        Format::Binary => OutputFormat::Binary,
-        Format::Extbinary => OutputFormat::ExtBinary(ExtBinaryOptions::default()),
-        Format::Gcov => OutputFormat::Gcov(Version::V407),
-    };
-    sampleprof::write(&profile, format, &args.output)?;
+    sampleprof::write(&profile, args.format.output(), &args.output)?;
     Ok(())
 }
 
@@ -93,15 +144,22 @@ fn read_traces(
             args.ignore_build_id,
             TraceOrder::default(),
         )?;
-        if p.traces.is_empty() {
-            return Err(no_branches(args));
+        if p.traces.is_empty() && p.ips.is_empty() {
+            return Err(no_sample(args));
+        }
+        if args.ip_samples && p.ips.is_empty() {
+            return Err(format!(
+                "{}: the store holds branch traces, not IP samples (--ip-samples needs the capture)",
+                args.profile.display()
+            )
+            .into());
         }
         return Ok(p);
     }
     let request = Request {
         binaries: vec![BinaryInfo::load(&args.binary)?],
         discover: None,
-        basic: false,
+        basic: args.ip_samples,
         pid: None,
         ignore_build_id: args.ignore_build_id,
         rules: Rules::Current,
@@ -116,16 +174,25 @@ fn read_traces(
     };
     let total = std::fs::metadata(&args.profile).ok().map(|m| m.len());
     let bar = crate::progress::Bar::bytes(total, "reading");
-    let mut result = aggregate(&Input::File(args.profile.clone()), &request, &bar)?;
-    if result.basic {
-        return Err(no_branches(args));
+    // A capture without branch stacks gives IP samples (`result.basic`), which both styles
+    // turn into a profile as their tools do without LBR (engine::autofdo::ips).
+    // Mismatches (the binary not mapped, its build-id not listed) name the binary: name
+    // the capture too.
+    let mut result =
+        aggregate(&Input::File(args.profile.clone()), &request, &bar).map_err(|e| match e {
+            engine::Error::Mismatch(m) => format!("{}: {m}", args.profile.display()).into(),
+            e => BoxError::from(e),
+        })?;
+    let p = result.profiles.swap_remove(0);
+    if p.traces.is_empty() && p.ips.is_empty() {
+        return Err(no_sample(args));
     }
-    Ok(result.profiles.swap_remove(0))
+    Ok(p)
 }
 
-fn no_branches(args: &Args) -> BoxError {
+fn no_sample(args: &Args) -> BoxError {
     format!(
-        "{}: no branch stacks for {} (record with `perf record -b`; profiles from IP samples are not implemented yet)",
+        "{}: no sample falls in {} (is it the profiled binary?)",
         args.profile.display(),
         args.binary.display()
     )

@@ -25,7 +25,7 @@ const OPTIONS: &[Opt] = &[
     Opt::boolean(&["update-total-samples"], "Update total samples by accumulating all its body samples.").refused(),
     Opt::boolean(&["trim-cold-profile"], "If the total count of the profile is smaller than threshold, it will be trimmed.").refused(),
     Opt::boolean(&["fill-zero-for-all-funcs"], "Attribute all functions' range with zero count even it's not hit by any samples.").refused(),
-    Opt::boolean(&["leading-ip-only"], "Form a profile based only on sample IPs").refused(),
+    Opt::boolean(&["leading-ip-only"], "Form a profile based only on sample IPs"),
     Opt::boolean(&["use-offset"], "Work with `--skip-symbolization` or `--unsymbolized-profile` to write/read the offset instead of virtual address.").default("true").ignored("has no effect here"),
     Opt::boolean(&["show-density"], "show profile density details").ignored("has no effect here"),
     Opt::boolean(&["ignore-stack-samples"], "Ignore call stack samples for hybrid samples and produce context-insensitive profile.").ignored("has no effect here (profiles are context-insensitive)"),
@@ -46,11 +46,13 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     let (mut binary, mut perfdata, mut output) = (PathBuf::new(), PathBuf::new(), PathBuf::new());
     // llvm-profgen's default output format is extbinary.
     let mut format = Format::Extbinary;
+    let mut ip_samples = false;
     for opt in &parsed.options {
         match opt.name {
             "binary" => binary = opt.text().into(),
             "perfdata" => perfdata = opt.text().into(),
             "output" => output = opt.text().into(),
+            "leading-ip-only" => ip_samples = opt.on(),
             "format" => {
                 format = match opt.text() {
                     "text" => Format::Text,
@@ -89,5 +91,6 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
         format,
         style: StyleArg::LlvmProfgen,
         ignore_build_id: false,
+        ip_samples,
     })
 }

@@ -4,7 +4,9 @@
 //!
 //! usage: gen_lbr OUT.perf.data TARGET_MB [--compress] [--depth N] [--stacks N]
 //!        [--processes N] [--kernel PCT] [--seed N] [--attr-size N]
-//!        [--mem-loads INTERVAL] [--mem-no-addr] BINARY[@0xBASE]...
+//!        [--mem-loads INTERVAL] [--mem-no-addr] [--ip-only] BINARY[@0xBASE]...
+//!
+//! `--ip-only` writes the same samples without branch stacks (`cpu-clock` IP samples).
 
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::path::PathBuf;
@@ -18,6 +20,7 @@ fn main() -> std::io::Result<()> {
     let out = PathBuf::from(args.next().expect(usage));
     // Fractions allowed (fuzz seeds are a few KiB: `0.02`).
     let target_mb: f64 = args.next().expect(usage).parse().expect("TARGET_MB");
+    let mut ip_only = false;
     let mut spec = LbrCaptureSpec {
         binaries: Vec::new(),
         processes: 2,
@@ -34,6 +37,7 @@ fn main() -> std::io::Result<()> {
         let mut num = |name: &str| -> u64 { args.next().and_then(|v| v.parse().ok()).expect(name) };
         match a.as_str() {
             "--compress" => spec.compress = true,
+            "--ip-only" => ip_only = true,
             "--depth" => spec.lbr_depth = num("--depth") as u32,
             "--stacks" => spec.distinct_stacks = num("--stacks") as u32,
             "--processes" => spec.processes = num("--processes") as u32,
@@ -67,14 +71,18 @@ fn main() -> std::io::Result<()> {
     let t0 = Instant::now();
     let prepared = corpus::prepare_capture(&spec)?;
     let t1 = Instant::now();
+    let write = |mut out: &mut dyn WriteSeek| match ip_only {
+        true => prepared.write_ip_samples(&mut out),
+        false => prepared.write(&mut out),
+    };
     let stats = if out.as_os_str() == "-null" {
-        prepared.write(&mut NullFile::default())?
+        write(&mut NullFile::default())?
     } else {
         // Large writes leave the capture in the page cache in large folios, which readers map
         // far more cheaply: the 629 MB benchmark capture's index pass took 44-50 ms after 8 KiB
         // writes and 10-14 ms after these (PERF.md, on folio sizes).
         let mut file = BufWriter::with_capacity(4 << 20, std::fs::File::create(&out)?);
-        let stats = prepared.write(&mut file)?;
+        let stats = write(&mut file)?;
         file.flush()?;
         stats
     };
@@ -92,6 +100,9 @@ fn main() -> std::io::Result<()> {
     );
     Ok(())
 }
+
+trait WriteSeek: Write + Seek {}
+impl<T: Write + Seek> WriteSeek for T {}
 
 /// Discards data but tracks the position, so the writer can seek back.
 #[derive(Default)]

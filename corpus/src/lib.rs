@@ -12,6 +12,7 @@
 mod cfg;
 pub mod fdata;
 pub mod instrprof;
+mod ip_capture;
 mod mem;
 mod perf_writer;
 pub mod raw_v11;
@@ -24,6 +25,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 pub use cfg::build_id_of;
+pub use ip_capture::write_ip_capture;
 pub use mem::{
     perf_script_mem_line, MemDraw, MemLoadSpec, MEM_LOADS_CONFIG, MEM_LOADS_EVENT, UNMAPPED_PID,
 };

@@ -152,6 +152,21 @@ impl FileHeader {
 /// -c 100003` sets them. `attr_size` is at least 104 (VER3, which has
 /// `branch_sample_type`); fields past VER7 (e.g. VER8's `config3`) are zero.
 pub fn attr_entry(attr_size: u64) -> Vec<u8> {
+    attr_entry_of(attr_size, 0, SAMPLE_TYPE, BRANCH_SAMPLE_ANY)
+}
+
+/// IP | TID | TIME | PERIOD: the layout of `perf record -e cpu-clock` (no branch stack).
+pub const IP_SAMPLE_TYPE: u64 = SAMPLE_TYPE & !(1 << 11);
+
+/// The one `perf_event_attr` of an IP-only capture: the software `cpu-clock` event with a
+/// fixed period, no branch stack, flags as `perf record -e cpu-clock -c 100003` sets them.
+pub fn ip_attr_entry(attr_size: u64) -> Vec<u8> {
+    const PERF_TYPE_SOFTWARE: u32 = 1;
+    attr_entry_of(attr_size, PERF_TYPE_SOFTWARE, IP_SAMPLE_TYPE, 0)
+}
+
+/// An attrs entry of event `type_` (config 0: cycles for hardware, cpu-clock for software).
+fn attr_entry_of(attr_size: u64, type_: u32, sample_type: u64, branch_sample_type: u64) -> Vec<u8> {
     const FLAG_BITS: [u32; 10] = [
         0,  // disabled
         1,  // inherit
@@ -166,15 +181,15 @@ pub fn attr_entry(attr_size: u64) -> Vec<u8> {
     ];
     let flags = FLAG_BITS.iter().fold(0u64, |acc, b| acc | (1 << b));
     let mut r = Rec::default();
-    r.u32(0).u32(attr_size as u32); // type PERF_TYPE_HARDWARE, size
-    r.u64(0); // config PERF_COUNT_HW_CPU_CYCLES
+    r.u32(type_).u32(attr_size as u32);
+    r.u64(0); // config
     r.u64(SAMPLE_PERIOD);
-    r.u64(SAMPLE_TYPE);
+    r.u64(sample_type);
     r.u64(0); // read_format
     r.u64(flags);
     r.u32(0).u32(0); // wakeup_events, bp_type
     r.u64(0).u64(0); // config1, config2
-    r.u64(BRANCH_SAMPLE_ANY);
+    r.u64(branch_sample_type);
     debug_assert!(r.0.len() as u64 <= attr_size);
     r.0.resize(attr_size as usize, 0); // regs, stack, clockid, aux, sig_data, config3
     r.u64(0).u64(0); // ids section: none (one event, no IDENTIFIER needed)

@@ -465,3 +465,50 @@ fn perf2bolt_aggregates_the_captures() {
         );
     }
 }
+
+/// `write_ip_samples`: the same bytes for the same spec, and perf reads every sample, each
+/// with no branch stack and an IP that is a branch end of the pool's stacks.
+#[test]
+fn ip_captures_have_one_pool_address_per_sample() {
+    let s = spec(&[NON_PIE], false);
+    let prepared = prepare_capture(&s).unwrap();
+    let write = || {
+        let mut out = Cursor::new(Vec::new());
+        let stats = prepared.write_ip_samples(&mut out).unwrap();
+        (out.into_inner(), stats)
+    };
+    let (bytes, stats) = write();
+    assert_eq!(write().0, bytes);
+    assert!(
+        stats.samples > 1000 && stats.branch_entries == 0,
+        "{stats:?}"
+    );
+    if !have_tool(PERF) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ip.perf.data");
+    std::fs::write(&path, &bytes).unwrap();
+    let out = Command::new(PERF)
+        .args(["script", "-F", "ip", "-i"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ends: std::collections::HashSet<u64> = prepared
+        .stacks()
+        .iter()
+        .flatten()
+        .flat_map(|e| [e.from, e.to])
+        .collect();
+    let ips: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| u64::from_str_radix(l.trim(), 16).unwrap())
+        .collect();
+    assert_eq!(ips.len() as u64, stats.samples);
+    assert!(ips.iter().all(|ip| ends.contains(ip)));
+}

@@ -25,9 +25,10 @@ pub(crate) fn normalized(input: &Path) -> String {
 const GARBLED: &str = "@garbled@";
 
 /// create_llvm_prof 0.19 (Debian) prints some inlined callees' names from freed memory: a
-/// callsite line ` LOC: NAME:TOTAL` whose NAME has bytes outside printable ASCII gets
-/// [`GARBLED`] instead. Returns the cleaned text and how many names were replaced.
-fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
+/// callsite line ` LOC: NAME:TOTAL` whose NAME has bytes outside printable ASCII, or is
+/// printable but one word with a byte no symbol name has (`p]`), gets [`GARBLED`] instead.
+/// Returns the cleaned text and how many names were replaced.
+pub(crate) fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(bytes.len());
     let mut replaced = 0;
     for line in whole_lines(bytes) {
@@ -36,8 +37,15 @@ fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
         let indent = line.iter().take_while(|&&b| b == b' ').count();
         let colon = line.iter().position(|&b| b == b':');
         let last = line.iter().rposition(|&b| b == b':');
+        let odd_word = |c: usize, l: usize| {
+            let name = &line[c + 2..l];
+            !name.contains(&b' ')
+                && !name
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b"_.$".contains(&b))
+        };
         match (printable, colon, last) {
-            (false, Some(c), Some(l)) if indent > 0 && c + 2 < l => {
+            (p, Some(c), Some(l)) if indent > 0 && c + 2 < l && (!p || odd_word(c, l)) => {
                 out.extend_from_slice(&line[..c + 2]);
                 out.extend_from_slice(GARBLED.as_bytes());
                 out.extend_from_slice(&line[l..]);
@@ -72,7 +80,7 @@ fn whole_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// Line by line equality, where a [`GARBLED`] name of create_llvm_prof matches any name.
-fn assert_equal_but_garbled(ours: &str, theirs: &str) {
+pub(crate) fn assert_equal_but_garbled(ours: &str, theirs: &str) {
     let (o, t): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
     assert_eq!(
         o.len(),
@@ -103,14 +111,20 @@ fn diff_hint(o: &[&str], t: &[&str]) -> String {
     )
 }
 
-fn have_tools() -> bool {
+pub(crate) fn have_tools() -> bool {
     have_tool(CREATE_LLVM_PROF) && have_tool(LLVM_PROFDATA_19)
 }
 
 /// `create_llvm_prof --format=text`.
-fn create_llvm_prof(binary: &Path, profile: &Path, out: &Path) {
+pub(crate) fn create_llvm_prof(binary: &Path, profile: &Path, out: &Path) {
+    create_llvm_prof_with(binary, profile, out, &[]);
+}
+
+/// `create_llvm_prof --format=text` with `extra` options.
+pub(crate) fn create_llvm_prof_with(binary: &Path, profile: &Path, out: &Path, extra: &[&str]) {
     run_ok(
         Command::new(CREATE_LLVM_PROF)
+            .args(extra)
             .arg("--format=text")
             .arg(format!("--binary={}", binary.display()))
             .arg(format!("--profile={}", profile.display()))
@@ -120,7 +134,7 @@ fn create_llvm_prof(binary: &Path, profile: &Path, out: &Path) {
 }
 
 /// `profmill autofdo --style autofdo --format text`.
-fn ours(binary: &Path, profile: &Path, out: &Path) {
+pub(crate) fn ours(binary: &Path, profile: &Path, out: &Path) {
     run_ok(
         profmill()
             .args(["autofdo", "--style", "autofdo", "--format", "text", "-b"])

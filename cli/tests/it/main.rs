@@ -3,6 +3,8 @@
 
 mod autofdo;
 mod autofdo_clang;
+mod autofdo_gcc;
+mod autofdo_ips;
 mod bat;
 mod common;
 mod drop_in_cl;

@@ -249,6 +249,13 @@ impl<'a> Dwarf<'a> {
         found.dedup();
         found
     }
+
+    /// The unit with the last address range starting at or before `a` (it covers `a`, or
+    /// its line table has the last row before `a`).
+    pub fn unit_before(&self, a: u64) -> Option<usize> {
+        let i = self.unit_ranges.partition_point(|r| r.0 <= a);
+        i.checked_sub(1).map(|i| self.unit_ranges[i].2)
+    }
 }
 
 /// A binary's line table and inline tree, for the units loaded so far.
@@ -330,6 +337,19 @@ impl DebugInfo {
             }
         }
         Ok(())
+    }
+
+    /// autofdo's line map, which keeps only the rows (sequence ends included) at addresses
+    /// of the sampled functions, `functions` (`[start, end)`, sorted): an address of a
+    /// sampled function with no row of its own takes the last kept row before it. So
+    /// `_start`, which has no line information, takes the last row of GCC's `main` (in
+    /// `.text.startup`, before it) when `main`'s sequence ends in the padding between them,
+    /// and has no line when it ends at `_start`'s first byte. Call after the last load.
+    pub fn keep_rows_within(&mut self, functions: &[(u64, u64)]) {
+        self.rows.retain(|r| {
+            let i = functions.partition_point(|f| f.0 <= r.0);
+            i > 0 && r.0 < functions[i - 1].1
+        });
     }
 
     /// Frees what only further [`DebugInfo::load`]s need; none may follow.

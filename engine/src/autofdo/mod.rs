@@ -9,6 +9,7 @@
 //! first byte. What is exact and what is not is in docs/autofdo.md.
 
 mod dwarf;
+mod ips;
 mod profgen;
 
 use std::collections::BTreeMap;
@@ -146,10 +147,23 @@ fn original_name(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
-/// autofdo's `SourceInfo::Offset` with LLVM's discriminator encoding:
-/// `(line - start_line) << 16 | base discriminator`, in 32 bits.
-fn offset(f: &Frame) -> u32 {
-    (f.line.wrapping_sub(f.start_line) << 16) | base_discriminator(f.discriminator)
+/// How line offsets carry discriminators: autofdo's `use_discriminator_encoding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Discriminators {
+    /// LLVM's encoding, decoded to the base discriminator (create_llvm_prof).
+    Llvm,
+    /// As the line table has them (create_gcov: GCC's discriminators are plain numbers).
+    Raw,
+}
+
+/// autofdo's `SourceInfo::Offset`: `(line - start_line) << 16 | discriminator`, in 32 bits,
+/// the discriminator decoded as `d` says.
+fn offset(f: &Frame, d: Discriminators) -> u32 {
+    let disc = match d {
+        Discriminators::Llvm => base_discriminator(f.discriminator),
+        Discriminators::Raw => f.discriminator,
+    };
+    (f.line.wrapping_sub(f.start_line) << 16) | disc
 }
 
 /// LLVM's `getUnsignedFromPrefixEncoding`: one component of an encoded discriminator.
@@ -213,13 +227,13 @@ impl Symbol {
 
     /// autofdo's `TraverseInlineStack`: the symbol of the innermost frame, adding `count` to
     /// every total on the way.
-    fn traverse(&mut self, stack: &[Frame], count: u64) -> &mut Symbol {
+    fn traverse(&mut self, stack: &[Frame], count: u64, d: Discriminators) -> &mut Symbol {
         self.total += count;
         let mut s = self;
         for i in (1..stack.len()).rev() {
             s = s
                 .callsites
-                .entry((offset(&stack[i]), stack[i - 1].name.clone()))
+                .entry((offset(&stack[i], d), stack[i - 1].name.clone()))
                 .or_default();
             s.total += count;
         }
@@ -227,13 +241,13 @@ impl Symbol {
     }
 
     /// autofdo's `AddSourceCount` with `MAX`.
-    fn add_source_count(&mut self, stack: &[Frame], count: u64) {
+    fn add_source_count(&mut self, stack: &[Frame], count: u64, d: Discriminators) {
         // Lines before the function's declaration (line-0 rows) count too.
         if stack.is_empty() {
             return;
         }
-        let s = self.traverse(stack, count);
-        let p = s.pos.entry(offset(&stack[0])).or_default();
+        let s = self.traverse(stack, count, d);
+        let p = s.pos.entry(offset(&stack[0], d)).or_default();
         p.count = p.count.max(count);
     }
 
@@ -282,6 +296,8 @@ struct FunctionMaps {
     end: u64,
     ranges: BTreeMap<(u64, u64), u64>,
     branches: BTreeMap<(u64, u64), u64>,
+    /// IP samples by address (captures without branch stacks).
+    ips: BTreeMap<u64, u64>,
 }
 
 /// Head samples given to functions by name.
@@ -294,13 +310,14 @@ fn function_symbol(
     debug: &DebugInfo,
     m: &FunctionMaps,
     emitted: &BTreeMap<Arc<str>, Symbol>,
+    d: Discriminators,
 ) -> (Symbol, Heads) {
     let mut sym = Symbol::default();
     let mut heads = Vec::new();
     // The instruction map: every byte's inline stack, each seen with count 0.
     let stacks: Vec<Vec<Frame>> = (m.start..m.end).map(|a| debug.inline_stack(a)).collect();
     for s in &stacks {
-        sym.add_source_count(s, 0);
+        sym.add_source_count(s, 0, d);
     }
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
     for (&(b, e), &n) in &m.ranges {
@@ -308,10 +325,13 @@ fn function_symbol(
             *counts.entry(a).or_default() += n;
         }
     }
+    for (&a, &n) in &m.ips {
+        *counts.entry(a).or_default() += n;
+    }
     for (&a, &n) in &counts {
         let s = &stacks[(a - m.start) as usize];
         if !s.is_empty() {
-            sym.add_source_count(s, n * duplication_factor(s[0].discriminator));
+            sym.add_source_count(s, n * duplication_factor(s[0].discriminator), d);
         }
     }
     for (&(from, to), &n) in &m.branches {
@@ -329,10 +349,10 @@ fn function_symbol(
         if s.is_empty() {
             continue;
         }
-        let inner = sym.traverse(s, 0);
+        let inner = sym.traverse(s, 0, d);
         inner
             .pos
-            .entry(offset(&s[0]))
+            .entry(offset(&s[0], d))
             .or_default()
             .targets
             .insert(original_name(callee).to_string(), n);
@@ -340,13 +360,29 @@ fn function_symbol(
     (sym, heads)
 }
 
-/// The sample profile of `binary` from its LBR traces, in `style`. Fails when the style is
-/// not implemented or the traces hold no range in the binary. The traces are dropped as soon
-/// as their ranges and branches are summed.
+/// The sample profile of `binary` from its LBR traces, or from its IP samples when the
+/// capture had no branch stacks (as llvm-profgen `--leading-ip-only` and create_llvm_prof
+/// `--use_lbr=false` make them), in `style`. Fails when no sample falls in the
+/// binary. The traces are dropped as soon as their ranges and branches are summed.
 pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(Profile, Report)> {
     if style == Style::LlvmProfgen {
         return profgen::profile(binary, traces);
     }
+    autofdo_profile(binary, traces, Discriminators::Llvm)
+}
+
+/// The profile `create_gcov` (AutoFDO 0.19) makes for GCC's `-fauto-profile`: the
+/// [`Style::Autofdo`] conversion with the line table's discriminators as they are (GCC's
+/// are plain numbers; create_llvm_prof decodes LLVM's encoding instead).
+pub fn gcc_profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile, Report)> {
+    autofdo_profile(binary, traces, Discriminators::Raw)
+}
+
+fn autofdo_profile(
+    binary: &Binary,
+    traces: BinaryProfile,
+    d: Discriminators,
+) -> Result<(Profile, Report)> {
     // autofdo's sample reader: ranges [to of entry i, from of entry i-1], branches.
     let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
@@ -369,12 +405,18 @@ pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(
             *branches.entry((branch, from)).or_default() += n;
         }
     }
-    if ranges.is_empty() {
+    if ranges.is_empty() && traces.ips.is_empty() {
         return Err(Error::Mismatch(
-            "no LBR sample falls in the binary (is it the profiled binary, and was the capture recorded with -b?)".into(),
+            "no sample falls in the binary (is it the profiled binary?)".into(),
         ));
     }
-    let total_count: u64 = ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum();
+    // IP samples (a capture without branch stacks) count once each, as create_llvm_prof
+    // --use_lbr=false counts them.
+    let total_count: u64 = ranges
+        .iter()
+        .map(|(&(b, e), &n)| n * (1 + e - b))
+        .sum::<u64>()
+        + traces.ips.iter().map(|&(_, n)| n).sum::<u64>();
     let threshold = ((total_count as f64 * SAMPLE_THRESHOLD_FRAC) as i64).max(MIN_SAMPLES) as u64;
 
     let mut maps: BTreeMap<Arc<str>, FunctionMaps> = BTreeMap::new();
@@ -400,8 +442,18 @@ pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(
             *m.branches.entry(b).or_default() += n;
         }
     }
-    let aggregated =
-        |m: &FunctionMaps| -> u64 { m.ranges.iter().map(|(&(b, e), &n)| n * (e - b)).sum() };
+    for &(a, n) in &traces.ips {
+        if let Some(m) = maps_of(&mut maps, binary, a) {
+            *m.ips.entry(a).or_default() += n;
+        }
+    }
+    let aggregated = |m: &FunctionMaps| -> u64 {
+        m.ranges
+            .iter()
+            .map(|(&(b, e), &n)| n * (e - b))
+            .sum::<u64>()
+            + m.ips.values().sum::<u64>()
+    };
     // The symbols to emit (aliases share them): name → symbol.
     let mut symbols: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
     for (name, m) in &maps {
@@ -423,9 +475,24 @@ pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(
                 .map(|name| (maps[name].start, maps[name].end - 1)),
         )
         .map_err(|m| binary.error(m))?;
+    // A function outside every unit takes the last row before it: load that row's unit.
+    let before: Vec<usize> = emitted
+        .iter()
+        .filter_map(|name| dwarf.unit_before(maps[name].start))
+        .collect();
+    debug.load(&dwarf, &before).map_err(|m| binary.error(m))?;
+    // autofdo's sampled functions: those holding a range's start or an IP.
+    let sampled: Vec<(u64, u64)> = maps
+        .values()
+        .filter(|m| !m.ranges.is_empty() || !m.ips.is_empty())
+        .map(|m| (m.start, m.end))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    debug.keep_rows_within(&sampled);
     let processed: Vec<(Symbol, Heads)> = emitted
         .par_iter()
-        .map(|name| function_symbol(binary, &debug, &maps[name], &symbols))
+        .map(|name| function_symbol(binary, &debug, &maps[name], &symbols, d))
         .collect();
     let mut heads: BTreeMap<Arc<str>, u64> = BTreeMap::new();
     for (name, (sym, callees)) in emitted.iter().zip(processed) {

@@ -336,13 +336,17 @@ fn leaf<'p>(
 
 /// Two partial profiles of the same function as one: totals, heads and call targets add up,
 /// a line's count is the larger (each instruction is counted in one part only, and a line's
-/// count is the maximum over its instructions).
-fn merge_max(into: &mut FunctionSamples, from: FunctionSamples) {
+/// count is the maximum over its instructions), or with `sum` (IP samples) the sum.
+fn merge_max(into: &mut FunctionSamples, from: FunctionSamples, sum: bool) {
     into.total += from.total;
     into.head += from.head;
     for (loc, r) in from.body {
         let mine = into.body.entry(loc).or_default();
-        mine.count = mine.count.max(r.count);
+        mine.count = if sum {
+            mine.count + r.count
+        } else {
+            mine.count.max(r.count)
+        };
         for (t, n) in r.targets {
             *mine.targets.entry(t).or_default() += n;
         }
@@ -350,7 +354,7 @@ fn merge_max(into: &mut FunctionSamples, from: FunctionSamples) {
     for (loc, callees) in from.callsites {
         let mine = into.callsites.entry(loc).or_default();
         for (name, f) in callees {
-            merge_max(mine.entry(name).or_default(), f);
+            merge_max(mine.entry(name).or_default(), f, sum);
         }
     }
 }
@@ -430,7 +434,7 @@ fn ambiguous(name: &str) -> bool {
 
 /// Which addresses start an instruction, for the chunks decoded so far: a bit per byte of
 /// the code's span (a binary search per address missed the cache on every step).
-struct InstStarts {
+pub(super) struct InstStarts {
     base: u64,
     bits: Vec<u64>,
 }
@@ -438,7 +442,7 @@ struct InstStarts {
 impl InstStarts {
     /// Decodes (in parallel) the chunks holding any of `addresses` and marks their
     /// instructions. The addresses are not collected: a bit per chunk says which are touched.
-    fn new(code: &Code, addresses: impl ParallelIterator<Item = u64>) -> InstStarts {
+    pub(super) fn new(code: &Code, addresses: impl ParallelIterator<Item = u64>) -> InstStarts {
         let words = code.chunks.len().div_ceil(64);
         let marked = addresses
             .fold(
@@ -479,7 +483,7 @@ impl InstStarts {
         InstStarts { base, bits }
     }
 
-    fn contains(&self, a: u64) -> bool {
+    pub(super) fn contains(&self, a: u64) -> bool {
         let Some(bit) = a.checked_sub(self.base) else {
             return false;
         };
@@ -533,7 +537,7 @@ fn ranges_and_branches(code: &Code, traces: &BinaryProfile) -> (Vec<Counted>, Ve
 }
 
 /// A key (a range or a branch) and its count.
-type Counted = ((u64, u64), u64);
+pub(super) type Counted = ((u64, u64), u64);
 
 /// `v` sorted by key, equal keys summed (in place).
 fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
@@ -555,11 +559,18 @@ fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
 /// DWARF of the units the profile touches is decoded, nothing else.
 pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile, Report)> {
     let code = &binary.code;
-    let (ranges, branches) = ranges_and_branches(code, &traces);
+    // IP samples (`--leading-ip-only`): a line's count is the sum over its instructions, with
+    // no duplication factor, where LBR ranges take the maximum.
+    let sum = traces.traces.is_empty();
+    let (ranges, branches) = if sum {
+        (super::ips::profgen_ranges(code, &traces.ips), Vec::new())
+    } else {
+        ranges_and_branches(code, &traces)
+    };
     drop(traces);
     if ranges.is_empty() && branches.is_empty() {
         return Err(Error::Mismatch(
-            "no LBR sample falls in the binary (is it the profiled binary, and was the capture recorded with -b?)".into(),
+            "no sample falls in the binary's code (is it the profiled binary?)".into(),
         ));
     }
     let report = Report {
@@ -603,7 +614,7 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
     let merge_in = |partial: Profiles| {
         let mut all = merged.lock().expect("a merge panicked");
         for (name, f) in partial {
-            merge_max(all.entry(name).or_default(), f);
+            merge_max(all.entry(name).or_default(), f, sum);
         }
     };
     dis.par_chunks(block)
@@ -623,9 +634,12 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
                         line: last.line,
                         disc: base_discriminator(last.disc),
                     };
-                    let count = n * duplication_factor(last.disc);
                     let r = f.body.entry(loc).or_default();
-                    r.count = r.count.max(count);
+                    if sum {
+                        r.count += n;
+                    } else {
+                        r.count = r.count.max(n * duplication_factor(last.disc));
+                    }
                 }
             }
             profiles
