@@ -609,3 +609,74 @@ fn stale_profile_inference_matches_as_many_blocks_with_our_yaml() {
     assert_eq!(ours, theirs);
     assert_eq!(text_section(&d.join("n1")), text_section(&d.join("n2")));
 }
+
+/// `perf2bolt-19` (a link to profmill under LLVM 19's tool name) writes what perf2bolt 19
+/// writes. Its YAML differs from LLVM 22's in the counts of fall-throughs: traces through a
+/// function that `postProcessIndirectBranches` left non-simple are invalid (the indirect-jump
+/// program), and a range entering a landing pad never continues the call before it (the C++
+/// program's `__cxa_throw` block). Same programs and captures as the LLVM 22 tests.
+#[test]
+fn perf2bolt_19_yaml_equals_perf2bolt_19() {
+    if !have_tool(PERF2BOLT_19) || !have_tool(CLANG_19) || !have_tool(GCC) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let link = d.join("perf2bolt-19");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_profmill"), &link).unwrap();
+    let nopie: &[&str] = &["-fno-pie", "-no-pie"];
+    let mut binaries = programs(d);
+    binaries.push(build(
+        d,
+        CLANG_19,
+        INDIRECT_JUMPS_C,
+        "c",
+        nopie,
+        "indirect_jumps",
+    ));
+    let mut differs_from_22 = 0;
+    for (n, binary) in binaries.iter().enumerate() {
+        let capture = d.join(format!("{n}.data"));
+        generate_capture(&capture, &[binary], 2, 64, false, 5);
+        for extra in [&[][..], &["--profile-use-dfs"]] {
+            let mut outputs = Vec::new();
+            for (tool, tag) in [(PERF2BOLT_19, "llvm19"), (PERF2BOLT_22, "llvm22")] {
+                let out = d.join(format!("{n}.{tag}.{}.yaml", extra.len()));
+                run_ok(
+                    Command::new(tool)
+                        .arg(binary)
+                        .arg("-p")
+                        .arg(&capture)
+                        .arg("-o")
+                        .arg(&out)
+                        .arg("--profile-format=yaml")
+                        .args(extra),
+                );
+                outputs.push(std::fs::read(&out).unwrap());
+            }
+            let ours = d.join(format!("{n}.ours19.{}.yaml", extra.len()));
+            run_ok(
+                Command::new(&link)
+                    .arg(binary)
+                    .arg("-p")
+                    .arg(&capture)
+                    .arg("-o")
+                    .arg(&ours)
+                    .arg("--profile-format=yaml")
+                    .args(extra),
+            );
+            let ours = std::fs::read(&ours).unwrap();
+            differs_from_22 += usize::from(outputs[0] != outputs[1]);
+            assert!(
+                ours == outputs[0],
+                "{} {extra:?}: YAML differs from perf2bolt 19: {}",
+                binary.display(),
+                first_difference(&ours, &outputs[0])
+            );
+        }
+    }
+    assert!(
+        differs_from_22 > 0,
+        "no program shows LLVM 19's differences"
+    );
+}

@@ -51,6 +51,10 @@ pub struct Cfg {
     /// Offsets of the indirect jumps BOLT rewrites as tail calls (ascending): their opcodes
     /// change, and so do the hashes.
     pub tail_calls: Vec<u64>,
+    /// Whether `postProcessIndirectBranches` accepted every indirect jump. perf2bolt 22 walks
+    /// fall-throughs in the CFG either way; perf2bolt 19 takes traces in a function that is
+    /// not simple for invalid.
+    pub simple: bool,
 }
 
 /// A basic block: a run of instructions entered only at its start.
@@ -82,6 +86,7 @@ impl Cfg {
             size,
             offsets,
             tail_calls: Vec::new(),
+            simple: true,
         }
     }
 
@@ -400,7 +405,7 @@ pub(crate) fn finish(
         .collect();
     match build(f, &insns, &tables, entries, &call_targets) {
         Ok(mut cfg) => {
-            cfg.tail_calls = tail_calls(&cfg, &insns, &sites);
+            (cfg.tail_calls, cfg.simple) = tail_calls(&cfg, &insns, &sites);
             Body::Cfg(cfg)
         }
         Err(why) => Body::NoCfg(why),
@@ -421,8 +426,10 @@ struct Site {
 /// unknown jump in a block with a `pop` or `leave`. It stops at the first unknown jump in a
 /// block without one, or at the first table or tail call whose pattern starts before its block
 /// (the function is then not simple): jumps after that stay as they are (seen on cargo:
-/// `jmp *free@GOTPCREL(%rip)` after an epilogue keeps `JMP64m` behind such a jump).
-fn tail_calls(cfg: &Cfg, insns: &[Insn], sites: &[Site]) -> Vec<u64> {
+/// `jmp *free@GOTPCREL(%rip)` after an epilogue keeps `JMP64m` behind such a jump). Also says
+/// whether the function stays simple.
+fn tail_calls(cfg: &Cfg, insns: &[Insn], sites: &[Site]) -> (Vec<u64>, bool) {
+    let mut simple = true;
     let mut out: Vec<u64> = sites
         .iter()
         .filter(|s| s.what == Indirect::TailCall)
@@ -445,13 +452,16 @@ fn tail_calls(cfg: &Cfg, insns: &[Insn], sites: &[Site]) -> Vec<u64> {
             match site.what {
                 Indirect::TailCall | Indirect::Table(_) if in_block(site.reach) => {}
                 Indirect::Unknown if epilogue[b] => out.push(site.offset),
-                _ => break,
+                _ => {
+                    simple = false;
+                    break;
+                }
             }
         }
     }
     out.sort_unstable();
     out.dedup();
-    out
+    (out, simple)
 }
 
 const LOCK: u8 = 0xf0;
