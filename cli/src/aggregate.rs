@@ -310,7 +310,14 @@ pub fn write_profile(
                 )
                 .into());
             }
-            engine::bolt::loaded::write_yaml(&loaded, profile, basic, false, path)?;
+            engine::bolt::loaded::write_yaml(
+                &loaded,
+                profile,
+                basic,
+                false,
+                engine::bolt::Dialect::Llvm22,
+                path,
+            )?;
         }
         Format::Store | Format::Parquet => {
             return Err("a store holds every binary; see write_store".into())

@@ -109,17 +109,30 @@ fn personality(argv0: &std::ffi::OsStr) -> Option<Personality> {
     })
 }
 
+/// Whether the program was started as `name` (a link named after LLVM 19's tool).
+fn is_llvm19(argv0: &std::ffi::OsStr, name: &str) -> bool {
+    std::path::Path::new(argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(name))
+}
+
 fn main() -> ExitCode {
     let mut argv = std::env::args_os();
     let argv0 = argv.next().unwrap_or_default();
     let args: Vec<std::ffi::OsString> = argv.collect();
     match personality(&argv0) {
-        Some(Personality::Perf2bolt) => return finish(perf2bolt::run(&args)),
+        Some(Personality::Perf2bolt) => {
+            // `perf2bolt-19` writes YAML as perf2bolt 19 does.
+            let dialect = if is_llvm19(&argv0, "perf2bolt-19") {
+                engine::bolt::Dialect::Llvm19
+            } else {
+                engine::bolt::Dialect::Llvm22
+            };
+            return finish(perf2bolt::run_as(&args, dialect));
+        }
         Some(Personality::MergeFdata) => {
-            let llvm19 = std::path::Path::new(&argv0)
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("merge-fdata-19"));
+            let llvm19 = is_llvm19(&argv0, "merge-fdata-19");
             return merge_fdata::main(args, "merge-fdata", llvm19);
         }
         Some(Personality::LlvmProfdata) => return finish(llvm_profdata::run_args(args)),

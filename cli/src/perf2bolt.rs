@@ -5,6 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use engine::bolt::Dialect;
 use engine::perf::aggregate::{aggregate, KernelEntries, Request};
 use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
@@ -161,6 +162,12 @@ pub fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
 }
 
 pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
+    run_as(args, Dialect::Llvm22)
+}
+
+/// [`run`], writing YAML profiles with `dialect`'s rules (`perf2bolt-19`: LLVM 19's; fdata
+/// follows LLVM 22 either way).
+pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::error::Error>> {
     let Some(o) = parse(args)? else {
         return Ok(());
     };
@@ -194,13 +201,13 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
         return Err("YAML profiles of a BOLTed binary (BAT) are not supported yet".into());
     }
     if o.yaml {
-        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, &o.output)?;
+        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, dialect, &o.output)?;
     } else {
         crate::aggregate::write_fdata_of(&binary, &profile, basic, &o.output)?;
     }
     eprintln!("profmill: wrote {}", o.output.display());
     if let Some(w) = &o.save_profile {
-        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, w)?;
+        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, dialect, w)?;
         eprintln!("profmill: wrote {}", w.display());
     }
     Ok(())

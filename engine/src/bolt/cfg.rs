@@ -22,10 +22,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, OpKind};
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind};
 
 use super::functions::{Function, Functions};
-use super::indirect::{self, Indirect};
+use super::indirect::{self, Classified, Indirect};
 
 /// What BOLT knows about one function when it turns traces into fall-through edges.
 #[derive(Debug)]
@@ -48,6 +48,13 @@ pub struct Cfg {
     /// Each block's offset, apart from the blocks so the lookup of every trace end stays in
     /// cache.
     offsets: Vec<u64>,
+    /// Offsets of the indirect jumps BOLT rewrites as tail calls (ascending): their opcodes
+    /// change, and so do the hashes.
+    pub tail_calls: Vec<u64>,
+    /// Whether `postProcessIndirectBranches` accepted every indirect jump. perf2bolt 22 walks
+    /// fall-throughs in the CFG either way; perf2bolt 19 takes traces in a function that is
+    /// not simple for invalid.
+    pub simple: bool,
 }
 
 /// A basic block: a run of instructions entered only at its start.
@@ -78,6 +85,8 @@ impl Cfg {
             blocks,
             size,
             offsets,
+            tail_calls: Vec::new(),
+            simple: true,
         }
     }
 
@@ -122,6 +131,7 @@ enum Dispatch {
 struct Insn {
     offset: u64,
     kind: Kind,
+    epilogue: bool,
 }
 
 /// Builds the body of `f` as BOLT would, with the entry points its own symbols and references
@@ -150,7 +160,7 @@ pub(crate) const UNSUPPORTED: &str = "jrcxz, jecxz or loop, which BOLT does not 
 /// by the next one it knows of in the whole binary).
 pub(crate) struct Disassembled {
     decoded: Vec<Decoded>,
-    dispatches: Vec<(usize, Indirect)>,
+    dispatches: Vec<(usize, Classified)>,
     /// Addresses outside the function that its direct branches and calls and its RIP-relative
     /// operands in code refer to, in instruction order (BOLT's interprocedural references),
     /// but those of functions' starts.
@@ -174,6 +184,8 @@ struct Decoded {
     target: u32,
     flow: Flow,
     locked: bool,
+    /// A `pop` or `leave`: an unknown indirect jump in a block with one is a tail call.
+    epilogue: bool,
 }
 
 const NO_TARGET: u32 = u32::MAX;
@@ -220,6 +232,7 @@ impl Decoded {
             target,
             flow,
             locked: code.get(offset as usize) == Some(&LOCK),
+            epilogue: matches!(ins.mnemonic(), Mnemonic::Pop | Mnemonic::Leave),
         }
     }
 
@@ -241,8 +254,8 @@ impl Decoded {
 impl Disassembled {
     /// The jump tables this function dispatches through, in instruction order.
     pub(crate) fn table_patterns(&self) -> impl Iterator<Item = indirect::Pattern> + '_ {
-        self.dispatches.iter().filter_map(|(_, d)| match d {
-            Indirect::Table(p) => Some(*p),
+        self.dispatches.iter().filter_map(|(_, d)| match d.what {
+            Indirect::Table(p) => Some(p),
             _ => None,
         })
     }
@@ -263,7 +276,7 @@ impl Disassembled {
 
     /// Start addresses of the jump tables this function dispatches through.
     pub(crate) fn table_addresses(&self) -> impl Iterator<Item = u64> + '_ {
-        self.dispatches.iter().filter_map(|(_, d)| match d {
+        self.dispatches.iter().filter_map(|(_, d)| match d.what {
             Indirect::Table(p) => Some(p.address),
             _ => None,
         })
@@ -381,10 +394,74 @@ pub(crate) fn finish(
         .filter(|ins| ins.flow == Flow::Call && ins.target != NO_TARGET)
         .map(|ins| u64::from(ins.target))
         .collect();
+    let sites: Vec<Site> = d
+        .dispatches
+        .iter()
+        .map(|&(i, c)| Site {
+            offset: u64::from(d.decoded[i].offset),
+            what: c.what,
+            reach: c.reach.map(|r| u64::from(d.decoded[r].offset)),
+        })
+        .collect();
     match build(f, &insns, &tables, entries, &call_targets) {
-        Ok(cfg) => Body::Cfg(cfg),
+        Ok(mut cfg) => {
+            (cfg.tail_calls, cfg.simple) = tail_calls(&cfg, &insns, &sites);
+            Body::Cfg(cfg)
+        }
         Err(why) => Body::NoCfg(why),
     }
+}
+
+/// An indirect jump as BOLT classified it while disassembling.
+struct Site {
+    offset: u64,
+    what: Indirect,
+    /// The offset of the first instruction its pattern uses.
+    reach: Option<u64>,
+}
+
+/// The indirect jumps BOLT rewrites as tail calls: those it took for tail calls while
+/// disassembling, then what `postProcessIndirectBranches` (without `--strict`) decides over
+/// the blocks in layout order: in a one-block function, the first indirect jump; else an
+/// unknown jump in a block with a `pop` or `leave`. It stops at the first unknown jump in a
+/// block without one, or at the first table or tail call whose pattern starts before its block
+/// (the function is then not simple): jumps after that stay as they are (seen on cargo:
+/// `jmp *free@GOTPCREL(%rip)` after an epilogue keeps `JMP64m` behind such a jump). Also says
+/// whether the function stays simple.
+fn tail_calls(cfg: &Cfg, insns: &[Insn], sites: &[Site]) -> (Vec<u64>, bool) {
+    let mut simple = true;
+    let mut out: Vec<u64> = sites
+        .iter()
+        .filter(|s| s.what == Indirect::TailCall)
+        .map(|s| s.offset)
+        .collect();
+    if cfg.blocks.len() == 1 {
+        out.extend(sites.first().map(|s| s.offset));
+    } else {
+        let mut epilogue = vec![false; cfg.blocks.len()];
+        for insn in insns.iter().filter(|i| i.epilogue) {
+            if let Some(b) = cfg.block_containing(insn.offset) {
+                epilogue[b] = true;
+            }
+        }
+        for site in sites {
+            let Some(b) = cfg.block_containing(site.offset) else {
+                break;
+            };
+            let in_block = |r: Option<u64>| r.is_some_and(|r| r >= cfg.blocks[b].offset);
+            match site.what {
+                Indirect::TailCall | Indirect::Table(_) if in_block(site.reach) => {}
+                Indirect::Unknown if epilogue[b] => out.push(site.offset),
+                _ => {
+                    simple = false;
+                    break;
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    (out, simple)
 }
 
 const LOCK: u8 = 0xf0;
@@ -433,6 +510,7 @@ fn lay_out(
             insns.push(Insn {
                 offset,
                 kind: Kind::Other,
+                epilogue: false,
             });
             offset += 1;
         }
@@ -442,6 +520,7 @@ fn lay_out(
         insns.push(Insn {
             offset,
             kind: ins.kind(dispatch),
+            epilogue: ins.epilogue,
         });
     }
     (insns, tables)
@@ -451,13 +530,13 @@ fn lay_out(
 fn read_tables(
     functions: &Functions,
     f: &Function,
-    dispatches: &[(usize, Indirect)],
+    dispatches: &[(usize, Classified)],
     starts: &[u64],
     known_tables: &BTreeSet<u64>,
 ) -> (BTreeMap<usize, usize>, Vec<Vec<u64>>) {
     let patterns: Vec<(usize, indirect::Pattern)> = dispatches
         .iter()
-        .filter_map(|&(i, d)| match d {
+        .filter_map(|&(i, d)| match d.what {
             Indirect::Table(p) => Some((i, p)),
             _ => None,
         })

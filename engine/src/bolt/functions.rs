@@ -75,6 +75,8 @@ struct Section {
     address: u64,
     bytes: Vec<u8>,
     executable: bool,
+    /// `SHF_WRITE`: BOLT does not follow a fixed branch through a writable pointer.
+    writable: bool,
 }
 
 impl Functions {
@@ -155,6 +157,8 @@ impl Functions {
                     address: s.address(),
                     bytes: s.data().ok()?.to_vec(),
                     executable: s.kind() == SectionKind::Text,
+                    writable: matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
+                        if sh_flags & u64::from(object::elf::SHF_WRITE) != 0),
                 })
             })
             .collect();
@@ -211,6 +215,13 @@ impl Functions {
             let off = usize::try_from(addr - s.address).ok()?;
             s.bytes.get(off..)
         })
+    }
+
+    /// The bytes from `addr` to the end of its section, and whether the section is writable.
+    pub(crate) fn data_and_writable(&self, addr: u64) -> Option<(&[u8], bool)> {
+        let s = self.section_at(addr)?;
+        let off = usize::try_from(addr - s.address).ok()?;
+        Some((s.bytes.get(off..)?, s.writable))
     }
 
     /// Whether `addr` lies in a non-executable section with file contents (where BOLT looks

@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind, Register};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::cfg::Cfg;
@@ -159,7 +159,6 @@ pub fn hashes_in_order(
             mnemonics: BTreeSet::new(),
         })
         .collect();
-    let mut epilogues = vec![false; cfg.blocks.len()];
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
@@ -177,10 +176,7 @@ pub fn hashes_in_order(
             out.full.extend_from_slice(b"LOCK_PREFIX");
             out.mnemonics.insert("lock");
         }
-        if matches!(ins.mnemonic(), Mnemonic::Pop | Mnemonic::Leave) {
-            epilogues[b] = true;
-        }
-        let h = classify(epilogues[b], f, cfg, b, &ins, v)?;
+        let h = classify(f, cfg, &ins, v)?;
         if h.skipped {
             continue;
         }
@@ -261,13 +257,10 @@ fn predecessors(cfg: &Cfg) -> Vec<Vec<usize>> {
     preds
 }
 
-/// `epilogue`: whether the block holds a `pop` or `leave` before `ins` (BOLT then takes an
-/// unknown indirect jump for a tail call).
+/// The opcode BOLT holds for `ins` (its tail calls rewritten), and how the hashes count it.
 fn classify<'t>(
-    epilogue: bool,
     f: &Function,
     cfg: &Cfg,
-    block: usize,
     ins: &'t Instruction,
     v: Llvm,
 ) -> Result<Hashed<'t>, String> {
@@ -293,14 +286,14 @@ fn classify<'t>(
                 mnemonic = "jmp";
             }
         }
-        // An unknown indirect jump in a block without an epilogue, in a function of more than
-        // one block: BOLT marks the function non-simple and leaves the jump as it is (seen on
-        // cargo: `mov 8(%rdi),%rdi; jmp *free@GOTPCREL(%rip)`, `JMP64m`, `jmpq*`).
         FlowControl::IndirectBranch
-            if cfg.blocks[block].successors.is_empty() && cfg.blocks.len() > 1 && !epilogue => {}
-        FlowControl::IndirectBranch if cfg.blocks[block].successors.is_empty() => {
+            if cfg
+                .tail_calls
+                .binary_search(&(ins.ip() - f.address))
+                .is_ok() =>
+        {
             // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
-            // asm string is `jmp{l}\t{*}$dst`).
+            // asm string is `jmp{l}\t{*}$dst`); other indirect jumps keep theirs.
             name = if form.mem { "JMP32m" } else { "JMP32r" };
             mnemonic = "jmpl*";
         }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crate::bolt::bat::Translation;
 use crate::bolt::functions::Functions;
-use crate::bolt::{memory, symbolize_bolted, BatIndex, TraceStats};
+use crate::bolt::{memory, symbolize_as, symbolize_bolted, BatIndex, Dialect, TraceStats};
 use crate::error::{io_error, Result};
 use crate::io::output::write_atomically;
 use crate::io::InputBytes;
@@ -70,11 +70,12 @@ pub fn write_yaml(
     profile: &BinaryProfile,
     basic: bool,
     use_dfs: bool,
+    dialect: Dialect,
     path: &Path,
 ) -> Result<FdataReport> {
     let started = Instant::now();
     let functions = &loaded.functions;
-    let fdata = symbolize_bolted(profile, functions, basic, None);
+    let fdata = symbolize_as(profile, functions, basic, None, dialect);
     let options = crate::bolt::yaml::Options {
         binary_name: loaded.path.to_string_lossy().into_owned(),
         build_id: build_id_hex(&loaded.data),

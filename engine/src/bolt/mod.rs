@@ -142,6 +142,7 @@ pub struct Fdata<'f> {
 struct ChunkWalk<'f> {
     functions: &'f Functions,
     bat: Option<&'f BatIndex<'f>>,
+    dialect: Dialect,
     branches: HashMap<(Loc, Loc), Branch>,
     stats: TraceStats,
 }
@@ -196,6 +197,28 @@ pub fn symbolize_bolted<'f>(
     basic: bool,
     bat: Option<&'f BatIndex<'f>>,
 ) -> Fdata<'f> {
+    symbolize_as(profile, functions, basic, bat, Dialect::Llvm22)
+}
+
+/// Which perf2bolt's rules to follow where its releases differ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dialect {
+    /// LLVM 22 (the default).
+    #[default]
+    Llvm22,
+    /// LLVM 19: a trace in a function that is not simple is invalid, and a range that starts
+    /// at an entry point or a landing pad never continues a call in the block before.
+    Llvm19,
+}
+
+/// [`symbolize_bolted`] with `dialect`'s rules.
+pub fn symbolize_as<'f>(
+    profile: &BinaryProfile,
+    functions: &'f Functions,
+    basic: bool,
+    bat: Option<&'f BatIndex<'f>>,
+    dialect: Dialect,
+) -> Fdata<'f> {
     let mut fdata = Fdata::new(functions, basic.then(|| profile.events.clone()));
     fdata.bolted = bat.is_some();
     if basic {
@@ -220,6 +243,7 @@ pub fn symbolize_bolted<'f>(
             let mut walk = ChunkWalk {
                 functions,
                 bat,
+                dialect,
                 branches: HashMap::new(),
                 stats: TraceStats::default(),
             };
@@ -552,8 +576,10 @@ impl ChunkWalk<'_> {
         }
         let valid = match bodies.get(&(f as u32)) {
             Some(Body::Pseudo) => from <= to,
+            Some(Body::Cfg(cfg)) if self.dialect == Dialect::Llvm19 && !cfg.simple => false,
             Some(Body::Cfg(cfg)) => fall_throughs(
                 cfg,
+                self.dialect,
                 branch == FT_ONLY || func.contains(branch),
                 from - base,
                 to.wrapping_sub(base),
@@ -806,6 +832,7 @@ fn format_branches(
 /// to the block of `to` (appended to `steps`), or `false` if the range does not follow the CFG.
 fn fall_throughs(
     cfg: &Cfg,
+    dialect: Dialect,
     branch_inside: bool,
     from: u64,
     to: u64,
@@ -820,7 +847,7 @@ fn fall_throughs(
     };
     let block = &cfg.blocks[b];
     let entered_at_start = !branch_inside && from == block.offset;
-    let may_be_continuation = if is_return {
+    let may_be_continuation = if is_return && dialect == Dialect::Llvm22 {
         from != 0
     } else {
         // Entry points and landing pads are never call continuations.

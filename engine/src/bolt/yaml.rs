@@ -313,8 +313,9 @@ impl<'c> Counted<'c> {
     }
 }
 
-/// The CFGs of `indices`, their jump tables bounded by each other's as BOLT bounds them.
-fn bodies(functions: &Functions, indices: &[u32]) -> (HashMap<u32, Body>, BTreeSet<u64>) {
+/// The CFGs of `indices` (ascending: the profiled functions, those perf2bolt's lite mode
+/// disassembles), their jump tables bounded by each other's as BOLT bounds them.
+fn bodies(functions: &Functions, indices: &[u32]) -> Bodies {
     let mut phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = indices
         .par_iter()
         .map(|&i| (i, cfg::disassemble(functions, functions.get(i as usize))))
@@ -346,7 +347,21 @@ fn bodies(functions: &Functions, indices: &[u32]) -> (HashMap<u32, Body>, BTreeS
         .collect::<Vec<_>>()
         .into_iter()
         .collect();
-    (bodies, tables)
+    Bodies {
+        bodies,
+        tables,
+        entries,
+    }
+}
+
+/// What [`bodies`] finds.
+struct Bodies {
+    /// The CFGs (or why none) of the functions asked for.
+    bodies: HashMap<u32, Body>,
+    /// The jump tables' starts.
+    tables: BTreeSet<u64>,
+    /// The functions' secondary entry points (offsets, ascending).
+    entries: HashMap<u32, Vec<u64>>,
 }
 
 /// `BinaryBasicBlock::landing_pads` of each block: the pads of its calls, in instruction
@@ -456,7 +471,11 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
     };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
-    let (bodies, jump_tables) = bodies(functions, &profiled);
+    let Bodies {
+        bodies,
+        tables: jump_tables,
+        entries,
+    } = bodies(functions, &profiled);
     let objects = DataObjects::from_elf(data, functions);
     let relocations = hash::relocations(data);
     let call_sites = object::File::parse(data)
@@ -500,7 +519,7 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
                     f,
                     cfg,
                     l,
-                    (&numbers, options.use_dfs),
+                    (&numbers, &entries, options.use_dfs),
                     sites,
                     &mut record,
                 );
@@ -527,7 +546,7 @@ fn convert(
     f: &Function,
     cfg: &Cfg,
     l: &Lines,
-    (numbers, use_dfs): (&[u32], bool),
+    (numbers, entries, use_dfs): (&[u32], &HashMap<u32, Vec<u64>>, bool),
     sites: &[CallSite],
     record: &mut yaml::Function,
 ) {
@@ -580,11 +599,20 @@ fn convert(
     record.nblocks = cfg.blocks.len() as u32;
     record.exec = c.function_exec;
     record.hash = hashes.as_ref().map_or(0, |h| h.function);
-    let fid_at = |target: u64| {
-        functions
-            .index_containing(target)
-            .filter(|&g| functions.get(g).address == target)
-            .map_or(0, |g| numbers[g])
+    // `setCSIDestination`: a call to a secondary entry point names the callee and the entry's
+    // rank among the callee's secondary entries (`getEntryIDForSymbol`, from 1).
+    let fid_at = |target: u64| -> (u32, u32) {
+        let Some(g) = functions.index_containing(target) else {
+            return (0, 0);
+        };
+        let offset = target - functions.get(g).address;
+        if offset == 0 {
+            return (numbers[g], 0);
+        }
+        let rank = entries
+            .get(&(g as u32))
+            .and_then(|e| e.iter().filter(|&&o| o != 0).position(|&o| o == offset));
+        rank.map_or((0, 0), |r| (numbers[g], r as u32 + 1))
     };
     let name_of =
         |fid_index: Option<usize>| fid_index.map_or("", |g| functions.get(g).name.as_str());
@@ -639,10 +667,11 @@ fn convert(
                         0
                     };
                     if count != 0 {
+                        let (fid, disc) = fid_at(target);
                         out.calls.push(yaml::Call {
                             offset,
-                            fid: fid_at(target),
-                            disc: 0,
+                            fid,
+                            disc,
                             count,
                             mispreds,
                         });

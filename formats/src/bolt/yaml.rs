@@ -5,7 +5,7 @@
 //! flow mappings on one line, strings quoted by `yaml::needsQuotes`, and `---` / `...`.
 //!
 //! Checked against perf2bolt 22's output in the unit tests below (a fragment of a real file).
-//! Not yet written: `pseudo_probes`, `guid`, `events` (sample profiles) and `disc`.
+//! Not yet written: `pseudo_probes`, `guid` and `events` (sample profiles).
 
 use std::fmt::Write as _;
 
