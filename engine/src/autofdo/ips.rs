@@ -13,8 +13,8 @@
 //!   passes the threshold (from the sum of all samples); no heads, no call targets. This part
 //!   is in [`super::profile`] (`FunctionMaps::ips`).
 
-use rayon::prelude::*;
 use super::profgen::{Code, Counted, InstStarts};
+use rayon::prelude::*;
 
 /// llvm-profgen's ranges of IP samples `ips` (address, samples): `[ip, ip]` for each IP
 /// where an instruction starts, sorted.
