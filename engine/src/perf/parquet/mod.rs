@@ -1195,7 +1195,10 @@ impl GroupRows {
                         format!("`{text}` is not a build-id; expected hex digits"),
                     )
                 })?;
+                // The column is a string: a name that is not UTF-8 is a corrupt file (and could
+                // not be exported back).
                 let name = self.text(i, 1)?;
+                std::str::from_utf8(name).map_err(|_| (i, 1, "not UTF-8".to_string()))?;
                 let key = match build_id.is_empty() {
                     true => (true, name.to_vec()),
                     false => (false, build_id.clone()),
