@@ -770,12 +770,21 @@ fn check_footer(file: &File, len: u64) -> std::result::Result<(), (u64, String)>
     let mut footer = vec![0u8; footer_len as usize];
     file.read_exact_at(&mut footer, start)
         .map_err(|e| (start, format!("cannot read the footer: {e}")))?;
-    formats::thrift::check_struct(&footer, start).map_err(|e| {
+    let corrupt = |e: formats::thrift::ThriftError| {
         (
             e.offset,
             format!("corrupt footer (file metadata): {}", e.kind),
         )
-    })?;
+    };
+    formats::thrift::check_struct(&footer, start).map_err(corrupt)?;
+    let (elements, widest) =
+        formats::thrift::parquet_schema_shape(&footer, start).map_err(corrupt)?;
+    if widest < 0 || widest as u64 > elements {
+        let why = format!(
+            "corrupt footer (file metadata): a schema element claims {widest} children, of {elements} elements"
+        );
+        return Err((start, why));
+    }
     Ok(())
 }
 
