@@ -216,8 +216,8 @@ fn check_count(count: u64, min_bytes: u64, offset: u64, left: usize) -> Result<(
 /// The shape of a Parquet `FileMetaData` that [`check_struct`] cannot see: the number of
 /// schema elements (field 2, a list of `SchemaElement`) and the largest `num_children` (field 5
 /// of an element, an `i32`). Decoders size a vector from `num_children` before reading the
-/// children, so a value beyond the number of elements is corrupt (fuzzing found a 50 GB
-/// allocation from one). Call it on data [`check_struct`] accepted.
+/// children, so a value beyond the number of elements is corrupt. Call it on data
+/// [`check_struct`] accepted.
 pub fn parquet_schema_shape(data: &[u8], offset: u64) -> Result<(u64, i64), ThriftError> {
     let mut r = Reader::at(data, Endian::Little, offset);
     let (mut elements, mut widest) = (0, 0);
