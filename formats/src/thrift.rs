@@ -213,82 +213,6 @@ fn check_count(count: u64, min_bytes: u64, offset: u64, left: usize) -> Result<(
     Ok(())
 }
 
-/// The shape of a Parquet `FileMetaData` that [`check_struct`] cannot see: the number of
-/// schema elements (field 2, a list of `SchemaElement`) and the largest `num_children` (field 5
-/// of an element, an `i32`). Decoders size a vector from `num_children` before reading the
-/// children, so a value beyond the number of elements is corrupt. Call it on data
-/// [`check_struct`] accepted.
-pub fn parquet_schema_shape(data: &[u8], offset: u64) -> Result<(u64, i64), ThriftError> {
-    let mut r = Reader::at(data, Endian::Little, offset);
-    let (mut elements, mut widest) = (0, 0);
-    let mut id = 0i64;
-    loop {
-        let at = r.offset();
-        let header = r.u8()?;
-        if header == 0 {
-            return Ok((elements, widest));
-        }
-        id = next_field_id(&mut r, header, id)?;
-        let code = header & 0x0f;
-        if id != 2 || code != LIST {
-            skip_field_value(&mut r, code, at)?;
-            continue;
-        }
-        let list_at = r.offset();
-        let list = r.u8()?;
-        let count = match list >> 4 {
-            15 => r.uleb128()?,
-            short => u64::from(short),
-        };
-        if list & 0x0f != STRUCT {
-            return Err(refuse(list_at, ThriftErrorKind::UnknownType(list & 0x0f)));
-        }
-        elements = count;
-        for _ in 0..count {
-            widest = widest.max(element_children(&mut r)?);
-        }
-    }
-}
-
-/// A `SchemaElement`'s `num_children` (0 when absent).
-fn element_children(r: &mut Reader<'_>) -> Result<i64, ThriftError> {
-    let (mut children, mut id) = (0, 0i64);
-    loop {
-        let at = r.offset();
-        let header = r.u8()?;
-        if header == 0 {
-            return Ok(children);
-        }
-        id = next_field_id(r, header, id)?;
-        let code = header & 0x0f;
-        if id == 5 && code == I32 {
-            children = zigzag(r.uleb128()?);
-        } else {
-            skip_field_value(r, code, at)?;
-        }
-    }
-}
-
-/// The id of the field whose header is `header` (the previous field's id was `last`).
-fn next_field_id(r: &mut Reader<'_>, header: u8, last: i64) -> Result<i64, ThriftError> {
-    Ok(match header >> 4 {
-        0 => zigzag(r.uleb128()?),
-        delta => last + i64::from(delta),
-    })
-}
-
-/// Skips a field's value (booleans live in the header).
-fn skip_field_value(r: &mut Reader<'_>, code: u8, at: u64) -> Result<(), ThriftError> {
-    match code {
-        BOOL_TRUE | BOOL_FALSE => Ok(()),
-        code => skip_value(r, code, at, 1),
-    }
-}
-
-fn zigzag(n: u64) -> i64 {
-    (n >> 1) as i64 ^ -((n & 1) as i64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,19 +275,6 @@ mod tests {
                 ..
             })
         ));
-    }
-
-    #[test]
-    fn parquet_schema_shape_finds_the_widest_element() {
-        // FileMetaData { 1: version 1, 2: schema [ { 4: name "r", 5: num_children 2 },
-        // { 4: name "a" }, { 4: name "b" } ] }
-        let data = [
-            0x15, 2, 0x19, 0x3c, // version, then a list of 3 structs
-            0x48, 1, b'r', 0x15, 4, 0, // name "r", num_children zigzag(2)
-            0x48, 1, b'a', 0, 0x48, 1, b'b', 0, 0,
-        ];
-        assert_eq!(check_struct(&data, 0), Ok(data.len()));
-        assert_eq!(parquet_schema_shape(&data, 0), Ok((3, 2)));
     }
 
     #[test]
