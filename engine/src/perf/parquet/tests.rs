@@ -276,6 +276,29 @@ fn a_hive_partition_supplies_the_build_id() {
     assert_eq!(unhex(b"0ab"), None);
 }
 
+/// A footer whose `created_by` (field 6, a string) is declared as a set: the `parquet` crate
+/// reads known fields by their IDL type, so it would take the set's header byte as the
+/// string's length and read on out of step, into a list count nobody checked (fuzzing found
+/// the crate allocating 50 GB that way: `fuzz/seeds/parquet/crash-typed-footer-oom`). The
+/// check walks with the crate's schema and refuses the field where its header is.
+#[test]
+fn a_footer_field_of_another_type_than_the_schema_says_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("confused.parquet");
+    // FileMetaData { 1: version = 1, 6: created_by declared as set<set> of 10 }.
+    let footer = [0x15, 2, 0x5a, 0xaa, 0];
+    let mut bytes = b"PAR1".to_vec();
+    bytes.extend_from_slice(&footer);
+    bytes.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(b"PAR1");
+    std::fs::write(&file, &bytes).unwrap();
+    let e = refused(&file);
+    assert!(
+        e.contains("byte offset 6: corrupt footer (file metadata): field 6 is a set where a binary belongs"),
+        "{e}"
+    );
+}
+
 /// A footer that claims 2^32 schema elements in a few bytes: refused at the list's offset
 /// before the `parquet` crate sizes a vector from it (fuzzing found the crate allocating 50 GB
 /// and aborting on such a footer; `fuzz/seeds/parquet/crash-metadata-oom` is the input found).
