@@ -690,6 +690,16 @@ pub fn check_fuzz_input(data: &[u8]) {
     let Ok(profile) = read(data) else {
         return;
     };
+    // LLVM writes a line break in a string raw inside single quotes (`needsQuotes` asks for
+    // no more), which a YAML reader folds into a space: such strings cannot come back, from
+    // LLVM's output or ours (fuzzing found it: a double-quoted `"\n"` in a name). Symbol
+    // names and the header's strings hold none in practice.
+    let h = &profile.header;
+    let strings = [&h.binary_name, &h.origin, &h.events].into_iter();
+    let mut strings = strings.chain(profile.functions.iter().map(|f| &f.name));
+    if strings.any(|s| s.contains(['\n', '\r'])) {
+        return;
+    }
     for wrap_column in [0, 70] {
         let text = write_wrapped(&profile, wrap_column);
         match read(text.as_bytes()) {
