@@ -26,8 +26,14 @@ pm=${PROFMILL:-$target_dir/release/profmill}
 gen="$target_dir/release/examples/gen_lbr"
 mkdir -p "$work/captures" "$work/stores" "$work/fdata"
 bin="$work/target"
-# The profiled binary (kept when it is there and the generator is not built: PROFMILL=).
-if [ ! -f "$bin" ] || { [ -f "$binary" ] && ! cmp -s "$binary" "$bin"; }; then cp "$binary" "$bin"; fi
+# The profiled binary: copied once; the captures in WORKDIR were made of it, so a rebuilt
+# generator (the default BINARY) must not replace it. Another binary needs another WORKDIR.
+if [ ! -f "$bin" ]; then
+  cp "$binary" "$bin"
+elif [ -n "${5:-}" ] && ! cmp -s "$binary" "$bin"; then
+  echo "store-merge.sh: $work holds captures of another binary than $binary; use another WORKDIR" >&2
+  exit 1
+fi
 for i in $(seq 1 "$n"); do
   c="$work/captures/c$i.perf.data"
   [ -f "$c" ] || "$gen" "$c" "$mb" --stacks 3000 --processes 2 --seed "$i" "$bin" 2>/dev/null
