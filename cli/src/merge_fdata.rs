@@ -5,7 +5,8 @@
 //! next argument (`-o x`, `-o=x`, `--o=x`; `-ox` is an error there too), positionals split
 //! at commas (`cl::CommaSeparated`), `--` ends the options (read by [`crate::llvm_cl`]).
 //! `-q` and `--print=…` only act on YAML profiles in merge-fdata, so for fdata they are
-//! accepted with a warning and the merged profile is still printed, as merge-fdata does.
+//! accepted with a warning and the merged profile is still printed, as merge-fdata does;
+//! for YAML, `-q` writes no profile at all and `--print` lists the functions on stderr.
 //! An unknown option is an error.
 
 use std::ffi::OsString;
@@ -73,6 +74,19 @@ pub struct Options {
     pub output: Option<PathBuf>,
     /// Accepted options we do not act on, as messages.
     pub warnings: Vec<String>,
+    /// `-q`: no merged profile (YAML inputs only).
+    pub quiet: bool,
+    /// `--print=exec|branches`: the function list on stderr (YAML inputs only).
+    pub print: Option<FunctionList>,
+}
+
+/// What `--print` sorts the merged functions by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionList {
+    /// `exec`: the function's execution count.
+    ExecCount,
+    /// `branches`: the sum of its blocks' successor counts.
+    TotalBranches,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -89,21 +103,21 @@ const OPTIONS: &[Opt] = &[
         "<string>",
         "output file (default or '-': standard output)",
     ),
-    Opt::boolean(&["q"], "do not print merge summary (YAML profiles)").ignored(
-        "only applies to YAML profiles (as in merge-fdata); the merged fdata is still printed",
+    Opt::boolean(
+        &["q"],
+        "do not print merged data to stdout (YAML profiles; fdata is still printed)",
     ),
     Opt::value(
         &["print"],
         "<value>",
-        "print function statistics (YAML profiles)",
+        "print the list of objects with count to stderr (YAML profiles)",
     )
     .choices(&[
-        ("none", "do not print"),
+        ("none", "do not print objects/functions"),
         ("exec", "print functions sorted by execution count"),
         ("branches", "print functions sorted by total branch count"),
     ])
-    .default("none")
-    .ignored("only applies to YAML profiles (as in merge-fdata)"),
+    .default("none"),
 ];
 
 const TOOL: Tool = Tool {
@@ -129,6 +143,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Parsed, String> {
     for opt in &args.options {
         match opt.name {
             "o" => options.output = Some(PathBuf::from(opt.text())),
+            "q" => options.quiet = opt.on(),
+            "print" => {
+                options.print = match opt.text() {
+                    "exec" => Some(FunctionList::ExecCount),
+                    "branches" => Some(FunctionList::TotalBranches),
+                    _ => None,
+                }
+            }
             other => unreachable!("merge-fdata option {other} not applied"),
         }
     }
@@ -150,6 +172,7 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
     if engine::bolt::yaml_merge::first_is_yaml(&files)? {
         return merge_yaml_and_write(options, &files);
     }
+    warn_yaml_only_options(options);
     let sources = Sources::open(&files)?;
     let merged = merge(&sources)?;
     match options.output.as_deref() {
@@ -180,17 +203,20 @@ fn merge_yaml_and_write(
     for warning in &merged.warnings {
         eprintln!("WARNING: {warning}");
     }
-    // merge-fdata writes with `yaml::Output`'s default wrap column.
-    let text = formats::bolt::yaml::write_wrapped(&merged.profile, 70);
-    match options.output.as_deref() {
-        Some(path) if path.as_os_str() != "-" => {
-            engine::io::output::write_atomically(path, |w| w.write_all(text.as_bytes()))?
-        }
-        _ => {
-            let mut out = io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
-                other => other?,
+    // `-q`: merge-fdata opens no output at all (an `-o` file is not created).
+    if !options.quiet {
+        // merge-fdata writes with `yaml::Output`'s default wrap column.
+        let text = formats::bolt::yaml::write_wrapped(&merged.profile, 70);
+        match options.output.as_deref() {
+            Some(path) if path.as_os_str() != "-" => {
+                engine::io::output::write_atomically(path, |w| w.write_all(text.as_bytes()))?
+            }
+            _ => {
+                let mut out = io::stdout().lock();
+                match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+                    other => other?,
+                }
             }
         }
     }
@@ -198,12 +224,60 @@ fn merge_yaml_and_write(
         "Data for {} unique objects successfully merged.",
         merged.profile.functions.len()
     );
+    if let Some(list) = options.print {
+        eprint!("{}", function_list(&merged.profile, list));
+    }
     Ok(())
+}
+
+/// merge-fdata's `--print` list: one `name : count` line per function, by count and then by
+/// name, both descending (it stable-sorts the reversed list of (count, name) pairs, and names
+/// are unique, so the order is total).
+fn function_list(profile: &formats::bolt::yaml::Profile, list: FunctionList) -> String {
+    let count = |f: &formats::bolt::yaml::Function| match list {
+        FunctionList::ExecCount => f.exec,
+        FunctionList::TotalBranches => f
+            .blocks
+            .iter()
+            .flat_map(|b| &b.succ)
+            .fold(0u64, |sum, s| sum.wrapping_add(s.count)),
+    };
+    let mut rows: Vec<(u64, &str)> = profile
+        .functions
+        .iter()
+        .map(|f| (count(f), f.name.as_str()))
+        .collect();
+    rows.sort_unstable_by(|a, b| b.cmp(a));
+    let by = match list {
+        FunctionList::ExecCount => "execution",
+        FunctionList::TotalBranches => "total branch",
+    };
+    let mut text = format!("Functions sorted by {by} count:\n");
+    for (count, name) in rows {
+        text.push_str(&format!("{name} : {count}\n"));
+    }
+    text
+}
+
+/// `-q` and `--print` act on YAML profiles only; merge-fdata ignores them for fdata silently,
+/// we say so.
+fn warn_yaml_only_options(options: &Options) {
+    if options.quiet {
+        eprintln!("merge-fdata: warning: -q only applies to YAML profiles (as in merge-fdata); the merged fdata is still printed; ignored");
+    }
+    if let Some(list) = options.print {
+        let value = match list {
+            FunctionList::ExecCount => "exec",
+            FunctionList::TotalBranches => "branches",
+        };
+        eprintln!("merge-fdata: warning: --print={value} only applies to YAML profiles (as in merge-fdata); ignored");
+    }
 }
 
 /// LLVM 19's merge (the misprediction count is part of a line's key).
 fn merge_and_write_19(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let files = expand_inputs(&options.inputs)?;
+    warn_yaml_only_options(options);
     eprintln!("Using legacy profile format.");
     let merged = engine::bolt::fdata_merge_19::merge_legacy_19(&files)?;
     match options.output.as_deref() {
@@ -278,11 +352,47 @@ mod tests {
     }
 
     #[test]
-    fn yaml_only_options_warn() {
+    fn yaml_only_options_are_parsed_last_one_winning() {
         let o = options(&["-q", "--print=exec", "a", "-print", "branches", "--q=false"]);
         assert_eq!(o.inputs, [PathBuf::from("a")]);
-        assert_eq!(o.warnings.len(), 3, "{:?}", o.warnings);
-        assert!(options(&["--print=none", "a"]).warnings.is_empty());
+        assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+        assert!(!o.quiet);
+        assert_eq!(o.print, Some(FunctionList::TotalBranches));
+        let o = options(&["-q", "--print=exec", "--print=none", "a"]);
+        assert!(o.quiet);
+        assert_eq!(o.print, None);
+    }
+
+    #[test]
+    fn the_function_list_sorts_by_count_then_name_descending() {
+        use formats::bolt::yaml::{Block, Function, Profile, Succ};
+        let f = |name: &str, exec, branches: &[u64]| Function {
+            name: name.into(),
+            exec,
+            blocks: vec![Block {
+                succ: branches
+                    .iter()
+                    .map(|&count| Succ {
+                        count,
+                        ..Succ::default()
+                    })
+                    .collect(),
+                ..Block::default()
+            }],
+            ..Function::default()
+        };
+        let profile = Profile {
+            functions: vec![f("b", 5, &[1, 1]), f("a", 5, &[7]), f("c", 9, &[])],
+            ..Profile::default()
+        };
+        assert_eq!(
+            function_list(&profile, FunctionList::ExecCount),
+            "Functions sorted by execution count:\nc : 9\nb : 5\na : 5\n"
+        );
+        assert_eq!(
+            function_list(&profile, FunctionList::TotalBranches),
+            "Functions sorted by total branch count:\na : 7\nb : 2\nc : 0\n"
+        );
     }
 
     #[test]

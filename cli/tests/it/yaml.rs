@@ -495,6 +495,66 @@ fn merge_fdata_of_yaml_equals_llvm_22() {
     }
 }
 
+/// `-q` (no profile written, no `-o` file created) and `--print=exec|branches` (the function
+/// list on stderr) of YAML merges: stderr and outputs equal LLVM 22's merge-fdata's.
+#[test]
+fn merge_fdata_quiet_and_print_of_yaml_equal_llvm_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(MERGE_FDATA_22) || !have_tool(CLANGXX_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cxx = build(d, CLANGXX_19, EH_PROGRAM_CXX, "cpp", &[], "print_cxx");
+    let a = llvm_yaml(&cxx, d, 31, &[]);
+    let b = llvm_yaml(&cxx, d, 32, &[]);
+    let run = |tool: Option<&str>, extra: &[&str], out: &Path| {
+        let mut cmd = match tool {
+            Some(t) => Command::new(t),
+            None => {
+                let mut c = profmill();
+                c.arg("merge-fdata");
+                c
+            }
+        };
+        cmd.args([&a, &b])
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    for extra in [
+        &["-q"][..],
+        &["--print=exec"],
+        &["-print", "branches"],
+        &["-q", "--print=exec"],
+    ] {
+        let (theirs, ours) = (d.join("t.yaml"), d.join("o.yaml"));
+        let _ = std::fs::remove_file(&theirs);
+        let _ = std::fs::remove_file(&ours);
+        let t = run(Some(MERGE_FDATA_22), extra, &theirs);
+        let o = run(None, extra, &ours);
+        assert!(t.status.success() && o.status.success(), "{extra:?}: {o:?}");
+        // The inputs' paths are the same in both: stderr compares whole.
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&t.stderr),
+            "{extra:?}"
+        );
+        assert_eq!(theirs.exists(), ours.exists(), "{extra:?}");
+        if theirs.exists() {
+            assert!(std::fs::read(&theirs).unwrap() == std::fs::read(&ours).unwrap());
+        }
+        if extra.iter().any(|e| e.contains("print")) {
+            let said = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                said.contains("Functions sorted by") && said.contains(" : "),
+                "{said}"
+            );
+        }
+    }
+}
+
 /// The bytes of `.text` of an ELF file.
 fn text_section(path: &Path) -> Vec<u8> {
     use object::{Object, ObjectSection};
