@@ -495,6 +495,42 @@ fn merge_fdata_of_yaml_equals_llvm_22() {
     }
 }
 
+/// Pre-aggregated input (`--pa`) as `profmill aggregate --format preagg` writes it: the taken
+/// counts in `T` lines and the mispredictions in `B FROM TO 0 N` lines. perf2bolt's YAML gives
+/// a never-taken line's mispredictions to calls but not to inner branches (each line's inner
+/// branch is recorded on its own); ours equals it, `-w` and both LLVM versions' readers alike.
+#[test]
+fn pre_aggregated_zero_count_lines_equal_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANGXX_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cxx = build(d, CLANGXX_19, EH_PROGRAM_CXX, "cpp", &[], "preagg_cxx");
+    let capture = d.join("preagg.data");
+    generate_capture(&capture, &[&cxx], 1, 60, false, 5);
+    let preagg = d.join("cxx.preagg");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&cxx)
+            .args(["--format", "preagg", "-o"])
+            .arg(&preagg),
+    );
+    let text = std::fs::read_to_string(&preagg).unwrap();
+    let zero_count_mispredicted = text.lines().filter(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        f[0] == "B" && f[3] == "0" && f[4] != "0"
+    });
+    assert!(
+        zero_count_mispredicted.count() > 0,
+        "the case is not exercised:\n{text}"
+    );
+    assert_same_yaml(&cxx, &preagg, &["--pa"], d, "preagg");
+}
+
 /// `-q` (no profile written, no `-o` file created) and `--print=exec|branches` (the function
 /// list on stderr) of YAML merges: stderr and outputs equal LLVM 22's merge-fdata's.
 #[test]

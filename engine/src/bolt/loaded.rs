@@ -73,15 +73,31 @@ pub fn write_yaml(
     dialect: Dialect,
     path: &Path,
 ) -> Result<FdataReport> {
+    write_yaml_with_intra(loaded, profile, None, basic, use_dfs, dialect, path)
+}
+
+/// [`write_yaml`], the functions' inner branches taken from `intra` when given (see
+/// [`crate::bolt::yaml::profile_with_intra`]).
+pub fn write_yaml_with_intra(
+    loaded: &LoadedBinary,
+    profile: &BinaryProfile,
+    intra: Option<&BinaryProfile>,
+    basic: bool,
+    use_dfs: bool,
+    dialect: Dialect,
+    path: &Path,
+) -> Result<FdataReport> {
     let started = Instant::now();
     let functions = &loaded.functions;
     let fdata = symbolize_as(profile, functions, basic, None, dialect);
+    let intra = intra.map(|p| symbolize_as(p, functions, basic, None, dialect));
     let options = crate::bolt::yaml::Options {
         binary_name: loaded.path.to_string_lossy().into_owned(),
         build_id: build_id_hex(&loaded.data),
         use_dfs,
     };
-    let yaml = crate::bolt::yaml::profile(&fdata, &loaded.data, &options);
+    let yaml =
+        crate::bolt::yaml::profile_with_intra(&fdata, intra.as_ref(), &loaded.data, &options);
     let symbolize_seconds = started.elapsed().as_secs_f64();
     write_atomically(path, |out| {
         out.write_all(formats::bolt::yaml::write(&yaml).as_bytes())

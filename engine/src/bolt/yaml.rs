@@ -438,6 +438,19 @@ fn is_canonical(cc: ConditionCode) -> bool {
 /// The YAML profile of `fdata` (symbolized from `data`, the binary's bytes) as perf2bolt 22
 /// writes it.
 pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
+    profile_with_intra(fdata, None, data, options)
+}
+
+/// [`profile`], with the functions' inner branches taken from `intra` when given (the same
+/// profile without its zero-count pre-aggregated lines: perf2bolt records each such line's
+/// inner branch on its own, and a branch never taken adds no mispredictions there, while
+/// calls and entries keep them).
+pub fn profile_with_intra(
+    fdata: &Fdata,
+    intra: Option<&Fdata>,
+    data: &[u8],
+    options: &Options,
+) -> yaml::Profile {
     let functions = fdata.functions;
     let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
     let mut header = yaml::Header {
@@ -467,7 +480,15 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
             .map(|&(f, _)| (f, Lines::default()))
             .collect()
     } else {
-        file_lines(fdata)
+        let mut lines = file_lines(fdata);
+        if let Some(intra) = intra {
+            let mut inner = file_lines(intra);
+            for (f, l) in lines.iter_mut() {
+                l.intra = inner.remove(f).map(|l| l.intra).unwrap_or_default();
+            }
+            lines.retain(|_, l| !(l.intra.is_empty() && l.out.is_empty() && l.entries.is_empty()));
+        }
+        lines
     };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
