@@ -495,6 +495,56 @@ fn merge_fdata_of_yaml_equals_llvm_22() {
     }
 }
 
+/// AVX-512 code with masking (`{%k1}`, `{%k1}{z}`), embedded broadcast (`{1to4}`) and
+/// rounding (`{rz-sae}`): LLVM names each variant apart (`VPSUBQZ256rmk`, `…rmbkz`,
+/// `VADDPDZrrb`) and hashes the mask operand; the hashes equal perf2bolt 22's. (Compiled
+/// only: the capture is generated, so the host needs no AVX-512.)
+#[test]
+fn avx512_masked_and_broadcast_forms_hash_like_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    const AVX512: &str = r#"
+#include <immintrin.h>
+#include <stdio.h>
+__attribute__((noinline, target("avx512f,avx512vl")))
+void kernel(long long *a, const long long *b, int n, unsigned char m) {
+  for (int i = 0; i + 4 <= n; i += 4) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(a + i));
+    __m256i y = _mm256_mask_sub_epi64(x, m, x, _mm256_set1_epi64x(b[0]));
+    y = _mm256_maskz_add_epi64(m ^ 5, y, _mm256_loadu_si256((const __m256i *)(b + i)));
+    if (_mm256_cmpgt_epi64_mask(y, x)) y = _mm256_sub_epi64(y, x);
+    _mm256_storeu_si256((__m256i *)(a + i), y);
+  }
+}
+__attribute__((noinline, target("avx512f")))
+double round_sum(const double *a, int n) {
+  __m512d s = _mm512_setzero_pd();
+  for (int i = 0; i + 8 <= n; i += 8)
+    s = _mm512_add_round_pd(s, _mm512_loadu_pd(a + i), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  return _mm512_reduce_add_pd(s);
+}
+int main(int argc, char **argv) {
+  long long a[64], b[64]; double d[64];
+  for (int i = 0; i < 64; i++) { a[i] = i * argc; b[i] = i; d[i] = i; }
+  if (argc > 5) { kernel(a, b, 64, (unsigned char)argc); printf("%f\n", round_sum(d, 64)); }
+  printf("%lld\n", a[3]);
+  return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, CLANG_19, AVX512, "c", &[], "avx512");
+    let text =
+        String::from_utf8(run_ok(Command::new("objdump").arg("-d").arg(&binary)).stdout).unwrap();
+    for form in ["{%k", "{z}", "{1to", "{rz-sae}"] {
+        assert!(text.contains(form), "the program has no {form} instruction");
+    }
+    let capture = d.join("avx512.data");
+    generate_capture(&capture, &[&binary], 1, 80, false, 9);
+    assert_same_yaml(&binary, &capture, &[], d, "avx512");
+}
+
 /// Pre-aggregated input (`--pa`) as `profmill aggregate --format preagg` writes it: the taken
 /// counts in `T` lines and the mispredictions in `B FROM TO 0 N` lines. perf2bolt's YAML gives
 /// a never-taken line's mispredictions to calls but not to inner branches (each line's inner
