@@ -495,18 +495,61 @@ fn merge_fdata_of_yaml_equals_llvm_22() {
     }
 }
 
+/// A jump from one function into the middle of another (hand-written assembly, like OpenSSL's
+/// `bn_mul4x_mont` entering `bn_mulx4x_mont`): BOLT makes the target a secondary entry point,
+/// counts the jumps as that block's `exec` and always writes the block.
+#[test]
+fn a_jump_into_another_function_counts_on_its_entry_block_like_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    const SECONDARY: &str = r#"
+#include <stdio.h>
+int g(int), f(int);
+__asm__(".text\n.globl g\n.type g,@function\ng:\n  test %edi,%edi\n  js 1f\n.Lg_inner:\n"
+        "  lea 1(%rdi),%eax\n  cmp $100,%eax\n  jg 2f\n  add $3,%eax\n2:\n  ret\n1:\n"
+        "  xor %eax,%eax\n  ret\n.size g,.-g\n"
+        ".globl f\n.type f,@function\nf:\n  cmp $5,%edi\n  jne .Lg_inner\n  xor %eax,%eax\n"
+        "  ret\n.size f,.-f\n");
+int main(int argc, char **argv) {
+  int t = 0;
+  for (int i = 0; i < 1000 * argc; i++) t += f(i & 15) + g(i & 7);
+  printf("%d\n", t);
+  return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, CLANG_19, SECONDARY, "c", &[], "secondary");
+    let capture = d.join("secondary.data");
+    generate_capture(&capture, &[&binary], 1, 60, false, 4);
+    let (ours, theirs) = both(&binary, &capture, &[], d, "secondary");
+    let theirs_text = String::from_utf8_lossy(&theirs);
+    // The case is there: g's second block (the jump's target) has an `exec` of its own.
+    let g = &theirs_text[theirs_text.find("name:            g\n").unwrap()..];
+    let second = &g[g.find("bid:             1\n").unwrap()..];
+    assert!(second.lines().nth(3).unwrap().contains("exec:"), "{g}");
+    assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
+}
+
 /// AVX-512 code with masking (`{%k1}`, `{%k1}{z}`), embedded broadcast (`{1to4}`) and
 /// rounding (`{rz-sae}`): LLVM names each variant apart (`VPSUBQZ256rmk`, `…rmbkz`,
-/// `VADDPDZrrb`) and hashes the mask operand; the hashes equal perf2bolt 22's. (Compiled
-/// only: the capture is generated, so the host needs no AVX-512.)
+/// `VADDPDZrrb`) and hashes the mask operand; and AMD's XOP (`vprotd`, OpenSSL's `*_xop`
+/// functions). The hashes equal perf2bolt 22's. (Compiled only: the capture is generated, so
+/// the host needs neither.)
 #[test]
 fn avx512_masked_and_broadcast_forms_hash_like_perf2bolt_22() {
     if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
         return;
     }
     const AVX512: &str = r#"
-#include <immintrin.h>
+#include <x86intrin.h>
 #include <stdio.h>
+__attribute__((noinline, target("xop")))
+void rotate(unsigned *a, int n) {
+  for (int i = 0; i + 4 <= n; i += 4)
+    _mm_storeu_si128((__m128i *)(a + i), _mm_roti_epi32(_mm_loadu_si128((__m128i *)(a + i)), 7));
+}
 __attribute__((noinline, target("avx512f,avx512vl")))
 void kernel(long long *a, const long long *b, int n, unsigned char m) {
   for (int i = 0; i + 4 <= n; i += 4) {
@@ -525,9 +568,10 @@ double round_sum(const double *a, int n) {
   return _mm512_reduce_add_pd(s);
 }
 int main(int argc, char **argv) {
-  long long a[64], b[64]; double d[64];
-  for (int i = 0; i < 64; i++) { a[i] = i * argc; b[i] = i; d[i] = i; }
+  long long a[64], b[64]; double d[64]; unsigned u[64];
+  for (int i = 0; i < 64; i++) { a[i] = i * argc; b[i] = i; d[i] = i; u[i] = i; }
   if (argc > 5) { kernel(a, b, 64, (unsigned char)argc); printf("%f\n", round_sum(d, 64)); }
+  if (argc > 6) { rotate(u, 64); printf("%u\n", u[5]); }
   printf("%lld\n", a[3]);
   return 0;
 }
@@ -537,7 +581,7 @@ int main(int argc, char **argv) {
     let binary = build(d, CLANG_19, AVX512, "c", &[], "avx512");
     let text =
         String::from_utf8(run_ok(Command::new("objdump").arg("-d").arg(&binary)).stdout).unwrap();
-    for form in ["{%k", "{z}", "{1to", "{rz-sae}"] {
+    for form in ["{%k", "{z}", "{1to", "{rz-sae}", "vprotd"] {
         assert!(text.contains(form), "the program has no {form} instruction");
     }
     let capture = d.join("avx512.data");

@@ -537,7 +537,7 @@ pub fn profile_with_intra(
                 let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
                 convert(
                     &ctx,
-                    f,
+                    (i, f),
                     cfg,
                     l,
                     (&numbers, &entries, options.use_dfs),
@@ -564,7 +564,7 @@ pub fn profile_with_intra(
 /// `YAMLProfileWriter::convert` of one function with a CFG.
 fn convert(
     ctx: &hash::Context,
-    f: &Function,
+    (i, f): (u32, &Function),
     cfg: &Cfg,
     l: &Lines,
     (numbers, entries, use_dfs): (&[u32], &HashMap<u32, Vec<u64>>, bool),
@@ -573,6 +573,7 @@ fn convert(
 ) {
     let functions = ctx.functions;
     let mut c = Counted::new(functions, f, cfg);
+    let secondary = entries.get(&i).map_or(&[][..], Vec::as_slice);
     for &(to, b) in &l.entries {
         if to > f.size {
             continue;
@@ -580,6 +581,19 @@ fn convert(
         if to == 0 {
             c.function_exec = c.function_exec.wrapping_add(b.count);
             c.exec[0] = c.exec[0].wrapping_add(b.count);
+            continue;
+        }
+        // `DataReader::readProfile`: an entry from outside counts on the block starting there
+        // if that block is an entry point or a landing pad (another function's jump into
+        // hand-written assembly: OpenSSL's `bn_mul4x_mont` into `bn_mulx4x_mont`).
+        let Some(b_at) = cfg
+            .block_containing(to)
+            .filter(|&i| cfg.blocks[i].offset == to)
+        else {
+            continue;
+        };
+        if cfg.blocks[b_at].is_landing_pad || secondary.binary_search(&to).is_ok() {
+            c.exec[b_at] = c.exec[b_at].wrapping_add(b.count);
         }
     }
     for &(from, to, b) in &l.intra {
@@ -702,8 +716,10 @@ fn convert(
             }
         }
         let outgoing = c.edges[b].iter().fold(0u64, |a, e| a.wrapping_add(e.0));
+        // `convert` writes every entry point, secondary ones too.
         let keep = !out.calls.is_empty()
             || b == 0
+            || secondary.binary_search(&block.offset).is_ok()
             || (block.is_landing_pad && c.exec[b] != 0)
             || outgoing != 0
             || incoming[b] != 0;

@@ -357,7 +357,7 @@ fn samples() -> (Vec<Sample>, Vec<Code>) {
             || !oc.mode64()
             || matches!(
                 oc.encoding(),
-                EncodingKind::MVEX | EncodingKind::D3NOW | EncodingKind::XOP
+                EncodingKind::MVEX | EncodingKind::D3NOW
             )
         {
             continue;
