@@ -256,6 +256,45 @@ pub fn check_struct_as(
     Ok(data.len() - walk.r.len())
 }
 
+/// [`check_struct_as`], also returning the value of the struct's own `i32` field `id` (the
+/// last one, if it occurs more than once; `None` if it does not occur).
+pub fn check_struct_field_i32(
+    data: &[u8],
+    offset: u64,
+    fields: &'static [Field],
+    max_list_structs: u64,
+    id: i16,
+) -> Result<(usize, Option<i32>), ThriftError> {
+    let len = check_struct_as(data, offset, fields, max_list_structs)?;
+    // Well formed: walk its top-level fields again for the value.
+    let mut walk = Walk {
+        r: Reader::at(&data[..len], Endian::Little, offset),
+        list_structs_left: u64::MAX,
+        max_list_structs: u64::MAX,
+    };
+    let mut value = None;
+    let mut last_id = 0i16;
+    loop {
+        let at = walk.r.offset();
+        let header = walk.r.u8()?;
+        if header == 0 {
+            return Ok((len, value));
+        }
+        let code = header & 0x0f;
+        last_id = match header >> 4 {
+            0 => zigzag(walk.r.uleb128()?) as i16,
+            delta => last_id
+                .checked_add(i16::from(delta))
+                .ok_or_else(|| refuse(at, ThriftErrorKind::FieldIdOverflow))?,
+        };
+        match code {
+            I32 if last_id == id => value = Some(zigzag(walk.r.uleb128()?) as i32),
+            BOOL_TRUE | BOOL_FALSE => {}
+            code => walk.any(code, at, 0)?,
+        }
+    }
+}
+
 /// A walk over encoded values.
 struct Walk<'a> {
     r: Reader<'a>,

@@ -1,5 +1,5 @@
 //! The schema of a Parquet footer (`FileMetaData`, Apache `parquet-format`'s `parquet.thrift`)
-//! as the `parquet` crate (57) decodes it: the fields it reads, with the types it reads them
+//! and of its page headers (`PageHeader`) as the `parquet` crate (57) decodes them: the fields it reads, with the types it reads them
 //! as. Fields it skips (`ColumnMetaData.path_in_schema` and `key_value_metadata`,
 //! `RowGroup.total_compressed_size`, the encryption fields, which our build leaves out) are
 //! left out, so they are skipped by their declared type here too.
@@ -142,6 +142,41 @@ pub const FILE_META_DATA: &[Field] = &[
     f(6, Shape::Binary),
     f(7, Shape::List(&Shape::Struct(COLUMN_ORDER))),
 ];
+
+const DATA_PAGE_HEADER: &[Field] = &[
+    f(1, Shape::I32),
+    f(2, Shape::I32),
+    f(3, Shape::I32),
+    f(4, Shape::I32),
+];
+
+const DICTIONARY_PAGE_HEADER: &[Field] = &[f(1, Shape::I32), f(2, Shape::I32), f(3, Shape::Bool)];
+
+const DATA_PAGE_HEADER_V2: &[Field] = &[
+    f(1, Shape::I32),
+    f(2, Shape::I32),
+    f(3, Shape::I32),
+    f(4, Shape::I32),
+    f(5, Shape::I32),
+    f(6, Shape::I32),
+    f(7, Shape::Bool),
+];
+
+/// `PageHeader`, before each page of a column chunk, as the crate reads it (without the pages'
+/// statistics, which it skips by their declared type).
+pub const PAGE_HEADER: &[Field] = &[
+    f(1, Shape::I32),
+    f(2, Shape::I32),
+    f(3, Shape::I32),
+    f(4, Shape::I32),
+    f(5, Shape::Struct(DATA_PAGE_HEADER)),
+    f(6, ANY),
+    f(7, Shape::Struct(DICTIONARY_PAGE_HEADER)),
+    f(8, Shape::Struct(DATA_PAGE_HEADER_V2)),
+];
+
+/// `PageHeader.compressed_page_size`: the bytes of the page after its header.
+pub const COMPRESSED_PAGE_SIZE: i16 = 3;
 
 /// The most structs (schema elements, row groups, column chunks, …) a footer's lists may
 /// hold in all. The crate keeps each at a few hundred bytes, so this bounds its memory to

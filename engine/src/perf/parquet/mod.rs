@@ -696,6 +696,7 @@ fn read_file(path: &Path, gather: &mut Gather) -> Result<()> {
         message,
     };
     check_footer(&file, len).map_err(|(offset, message)| bad(offset, message))?;
+    let reader_file = file.try_clone().map_err(io_error(path))?;
     let reader = SerializedFileReader::new(file).map_err(|e| {
         bad(
             footer,
@@ -725,6 +726,13 @@ fn read_file(path: &Path, gather: &mut Gather) -> Result<()> {
                 format!("row group {g}, column `{}`: {why}", COLUMNS[c]),
             )
         };
+        for c in 0..group.metadata().num_columns() {
+            let (start, length) = group.metadata().column(c).byte_range();
+            check_pages(&reader_file, start, length, len).map_err(|(offset, why)| {
+                let name = group.metadata().column(c).column_descr().name().to_string();
+                bad(offset, format!("row group {g}, column `{name}`: {why}"))
+            })?;
+        }
         let mut cursors = GroupCursors::open(&*group, &located, partition_id.as_deref())
             .map_err(|(c, e)| at(c, e.to_string()))?;
         // A batch of rows at a time: an engine may write millions of rows in one row group.
@@ -784,6 +792,83 @@ fn check_footer(file: &File, len: u64) -> std::result::Result<(), (u64, String)>
     formats::thrift::check_struct_as(&footer, start, FILE_META_DATA, MAX_FOOTER_STRUCTS)
         .map_err(corrupt)?;
     Ok(())
+}
+
+/// Checks the page headers of the column chunk at `start` (`length` bytes; the file has
+/// `file_len`) before the `parquet` crate reads them: it reads each header with a reader over
+/// the file and skips what it does not know by the declared type, without bounds (a list of
+/// 2^31 booleans takes no bytes to skip), so a corrupt header kept an import busy for
+/// minutes (fuzzing found it). Each header is walked with the crate's schema, its page stepped
+/// over, until the chunk ends. The error is the offset and message to report.
+fn check_pages(
+    file: &File,
+    start: u64,
+    length: u64,
+    file_len: u64,
+) -> std::result::Result<(), (u64, String)> {
+    let end = start
+        .checked_add(length)
+        .filter(|&e| e <= file_len)
+        .ok_or_else(|| {
+            (
+                start,
+                format!("a column chunk of {length} bytes past the file's end ({file_len} bytes)"),
+            )
+        })?;
+    // Headers are small: read a window at each, larger only when a header does not fit.
+    let mut at = start;
+    let mut window = Vec::new();
+    while at < end {
+        let (header, size) = page_header(file, at, end, &mut window)?;
+        let size = size.and_then(|s| u64::try_from(s).ok()).ok_or_else(|| {
+            (
+                at,
+                "a page header without a valid compressed size".to_string(),
+            )
+        })?;
+        at = at
+            .checked_add(header as u64)
+            .and_then(|a| a.checked_add(size))
+            .filter(|&a| a <= end)
+            .ok_or_else(|| {
+                (
+                    at,
+                    format!("a page of {size} bytes past the column chunk's end ({end})"),
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// The page header at `at` (the chunk ends at `end`), checked: its length and compressed page
+/// size. Reads 64 KiB, then twice as much until the header fits or the chunk is read.
+fn page_header(
+    file: &File,
+    at: u64,
+    end: u64,
+    window: &mut Vec<u8>,
+) -> std::result::Result<(usize, Option<i32>), (u64, String)> {
+    use formats::thrift::parquet::{COMPRESSED_PAGE_SIZE, PAGE_HEADER};
+    use std::os::unix::fs::FileExt;
+    let left = end - at;
+    let mut size = left.min(64 << 10);
+    loop {
+        window.resize(size as usize, 0);
+        file.read_exact_at(window, at)
+            .map_err(|e| (at, format!("cannot read a page header: {e}")))?;
+        let checked = formats::thrift::check_struct_field_i32(
+            window,
+            at,
+            PAGE_HEADER,
+            0,
+            COMPRESSED_PAGE_SIZE,
+        );
+        match checked {
+            Ok(found) => return Ok(found),
+            Err(_) if size < left => size = left.min(size * 2),
+            Err(e) => return Err((e.offset, format!("corrupt page header: {}", e.kind))),
+        }
+    }
 }
 
 /// Runs `f`, turning a panic into an error message. The `parquet` crate panics on some corrupt
