@@ -12,6 +12,10 @@
 //! the data declares; [`check_struct_as`] checks with such a schema ([`parquet`] has the
 //! Parquet footer's) so that its walk and the decoder's stay in step.
 //!
+//! Skipping follows the decoder these checks protect (the `parquet` crate's `skip`): a
+//! boolean element of a list that is skipped takes no byte there, though the protocol gives it
+//! one; booleans in the schema's own lists take their byte.
+//!
 //! Layout (Apache Thrift, `doc/specs/thrift-compact-protocol.md`): a struct is a sequence of
 //! field headers, each `delta << 4 | type` (a zero delta is followed by the field id as a
 //! zigzag varint), then the value; a zero byte ends the struct. Booleans live in the field
@@ -98,8 +102,9 @@ impl fmt::Display for ThriftErrorKind {
                 expected,
             } => {
                 let (found, expected) = (type_name(*found), type_name(*expected));
+                let (a, b) = (article(found), article(expected));
                 match field {
-                    Some(id) => write!(f, "field {id} is a {found} where a {expected} belongs"),
+                    Some(id) => write!(f, "field {id} is {a} {found} where {b} {expected} belongs"),
                     None => write!(f, "a list of {found} where a list of {expected} belongs"),
                 }
             }
@@ -146,6 +151,14 @@ const SET: u8 = 10;
 const MAP: u8 = 11;
 const STRUCT: u8 = 12;
 const UUID: u8 = 13;
+
+/// "a" or "an" before a type's name.
+fn article(name: &str) -> &'static str {
+    match name.as_bytes().first() {
+        Some(b'a' | b'e' | b'i' | b'o' | b'u') => "an",
+        _ => "a",
+    }
+}
 
 /// The name of a compact protocol type code, for messages.
 fn type_name(code: u8) -> &'static str {
@@ -444,8 +457,13 @@ impl Walk<'_> {
                 let at = self.r.offset();
                 let (element, count) = self.list_header()?;
                 self.count_structs(element, count, at)?;
-                for _ in 0..count {
-                    self.any(element, at, depth)?;
+                // The `parquet` crate skips a boolean as it skips a bool field, taking no byte,
+                // also in a list (the protocol gives list booleans a byte each): its reading
+                // and this walk must not part (fuzzing found the footer they parted on).
+                if element != BOOL_TRUE && element != BOOL_FALSE {
+                    for _ in 0..count {
+                        self.any(element, at, depth)?;
+                    }
                 }
             }
             MAP => self.map(depth)?,
@@ -700,5 +718,21 @@ mod tests {
                 Err(refuse(1, ThriftErrorKind::TooManyStructs { limit: 2 }))
             );
         }
+    }
+
+    #[test]
+    fn booleans_of_a_skipped_list_take_no_byte_as_the_parquet_crate_skips_them() {
+        // Field 1 (unknown): a list of 3 booleans, then field 2 (i32 to the schema) = 1. The
+        // crate skips the list's header only, so the next byte is field 2's header.
+        let schema: &[Field] = &[Field {
+            id: 2,
+            shape: Shape::I32,
+        }];
+        let data = [0x19, 0x31, 0x15, 2, 0];
+        assert_eq!(check_struct_as(&data, 0, schema, 0), Ok(5));
+        // Walked with a byte per boolean, field 2's header would be read as a boolean and the
+        // walk would end elsewhere: here it is refused as the i32 it is not.
+        let spec = [0x19, 0x31, 1, 1, 1, 0x15, 2, 0];
+        assert!(check_struct_as(&spec, 0, schema, 0).is_err());
     }
 }
