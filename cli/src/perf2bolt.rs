@@ -197,9 +197,6 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     let binary = binary?;
     // A store says itself whether it holds IP samples only.
     let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
-    if (o.yaml || o.save_profile.is_some()) && binary.bat().is_some() {
-        return Err("YAML profiles of a BOLTed binary (BAT) are not supported yet".into());
-    }
     if o.yaml {
         engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, dialect, &o.output)?;
     } else {

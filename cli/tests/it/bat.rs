@@ -420,3 +420,70 @@ fn bat_output_into_a_closed_pipe_ends_quietly() {
             .arg("0x1000"),
     );
 }
+
+/// Runs perf2bolt 22 and us with `--profile-format=yaml` (and `extra`) on the BOLTed binary;
+/// returns (ours, theirs).
+fn bat_yaml_both(bolted: &Path, input: &Path, extra: &[&str], d: &Path) -> (Vec<u8>, Vec<u8>) {
+    let theirs = d.join("ref.yaml");
+    let ours = d.join("ours.yaml");
+    for (mut cmd, out) in [(Command::new(PERF2BOLT_22), &theirs), (profmill(), &ours)] {
+        if cmd.get_program() != PERF2BOLT_22 {
+            cmd.arg("perf2bolt");
+        }
+        run_ok(
+            cmd.arg(bolted)
+                .arg("-p")
+                .arg(input)
+                .arg("-o")
+                .arg(out)
+                .arg("--profile-format=yaml")
+                .args(extra),
+        );
+    }
+    (
+        std::fs::read(&ours).unwrap(),
+        std::fs::read(&theirs).unwrap(),
+    )
+}
+
+/// YAML profiles of BOLTed binaries (perf2bolt's `writeBATYAML`) equal perf2bolt 22's, byte
+/// for byte, for the three programs BOLTed by LLVM 19 and 22 (split, so that cold fragments
+/// count for their parents): from a generated LBR capture and from our pre-aggregated output.
+#[test]
+fn bat_yaml_equals_perf2bolt_22() {
+    if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) {
+        return;
+    }
+    let bolts = installed_bolts();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let keep = std::env::var_os("PROFMILL_KEEP_BAT_YAML").map(PathBuf::from);
+    let programs = programs(d);
+    let mut compared = 0;
+    for binary in &programs {
+        let profile = sparse_profile(d, binary);
+        for (v, bolt) in bolts.iter().enumerate() {
+            let name = binary.file_name().unwrap().to_string_lossy();
+            let bolted = d.join(format!("{name}.bolted{v}"));
+            bolt_it(bolt, binary, &profile, &[], &bolted);
+            let what = format!("{} BOLTed by {bolt}", binary.display());
+            let capture = d.join("bolted.data");
+            generate_capture(&capture, &[&bolted], 1, 400, false, 3);
+            let (ours, theirs) = bat_yaml_both(&bolted, &capture, &[], d);
+            if let Some(k) = &keep {
+                std::fs::create_dir_all(k).unwrap();
+                std::fs::copy(&bolted, k.join(bolted.file_name().unwrap())).unwrap();
+                std::fs::copy(&capture, k.join(format!("{name}.bolted{v}.data"))).unwrap();
+                std::fs::write(k.join(format!("{name}.bolted{v}.ref.yaml")), &theirs).unwrap();
+                std::fs::write(k.join(format!("{name}.bolted{v}.ours.yaml")), &ours).unwrap();
+            }
+            assert!(
+                ours == theirs,
+                "{what}: YAML differs from perf2bolt 22: {}",
+                first_difference(&ours, &theirs)
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared > 0);
+}

@@ -75,13 +75,30 @@ pub fn write_yaml(
 ) -> Result<FdataReport> {
     let started = Instant::now();
     let functions = &loaded.functions;
-    let fdata = symbolize_as(profile, functions, basic, None, dialect);
     let options = crate::bolt::yaml::Options {
         binary_name: loaded.path.to_string_lossy().into_owned(),
         build_id: build_id_hex(&loaded.data),
         use_dfs,
     };
-    let yaml = crate::bolt::yaml::profile(&fdata, &loaded.data, &options);
+    let (yaml, traces, out_of_range_samples) = match &loaded.bat {
+        // A BOLTed binary's profile is the input binary's (perf2bolt 22's `writeBATYAML`);
+        // perf2bolt has no LLVM 19 dialect for it.
+        Some(t) => {
+            let bat = BatIndex::new(t, functions);
+            let fdata = symbolize_bolted(profile, functions, basic, Some(&bat));
+            let yaml = crate::bolt::yaml::bat_profile(&fdata, &loaded.data, &bat, &options)
+                .map_err(|e| crate::error::Error::Binary {
+                    path: loaded.path.clone(),
+                    message: e.to_string(),
+                })?;
+            (yaml, fdata.stats, fdata.out_of_range_samples)
+        }
+        None => {
+            let fdata = symbolize_as(profile, functions, basic, None, dialect);
+            let yaml = crate::bolt::yaml::profile(&fdata, &loaded.data, &options);
+            (yaml, fdata.stats, fdata.out_of_range_samples)
+        }
+    };
     let symbolize_seconds = started.elapsed().as_secs_f64();
     write_atomically(path, |out| {
         out.write_all(formats::bolt::yaml::write(&yaml).as_bytes())
@@ -90,8 +107,8 @@ pub fn write_yaml(
         load_seconds: loaded.seconds,
         symbolize_seconds,
         write_seconds: started.elapsed().as_secs_f64() - symbolize_seconds,
-        traces: fdata.stats,
-        out_of_range_samples: fdata.out_of_range_samples,
+        traces,
+        out_of_range_samples,
     })
 }
 

@@ -22,6 +22,10 @@
 //! Not modelled: secondary entry points, and the landing pads of `--profile-use-dfs` order
 //! (BOLT pushes a block's landing pads before its successors).
 
+mod bolted;
+
+pub use bolted::{bat_profile, TableError};
+
 use std::collections::BTreeSet;
 
 use hashbrown::HashMap;
@@ -36,7 +40,7 @@ use super::functions::{Function, Functions};
 use super::hash;
 use super::memory::DataObjects;
 use super::x86::Llvm;
-use super::{Branch, Fdata, Loc};
+use super::{BatIndex, Branch, Fdata, Loc};
 
 /// What the header says and how blocks are ordered.
 #[derive(Clone, Debug, Default)]
@@ -438,8 +442,6 @@ fn is_canonical(cc: ConditionCode) -> bool {
 /// The YAML profile of `fdata` (symbolized from `data`, the binary's bytes) as perf2bolt 22
 /// writes it.
 pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
-    let functions = fdata.functions;
-    let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
     let mut header = yaml::Header {
         binary_name: options.binary_name.clone(),
         build_id: Some(
@@ -471,11 +473,40 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
     };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
+    let (records, _) = cfg_records(fdata, data, &profiled, &lines, options.use_dfs, None);
+    // The flags of the functions with a profile and blocks (none: `[  ]`).
+    let any = records.iter().any(|r| r.nblocks != 0);
+    header.flags = match (any, basic) {
+        (false, _) => vec![],
+        (true, true) => vec!["sample"],
+        (true, false) => vec!["lbr"],
+    };
+    yaml::Profile {
+        header,
+        functions: records,
+    }
+}
+
+/// The records of the `profiled` functions (ascending indices) that BOLT gives a CFG, as
+/// `YAMLProfileWriter::convert` writes them; call destinations through `bat`'s tables when the
+/// binary is BOLTed. Also returns the CFGs found.
+fn cfg_records(
+    fdata: &Fdata,
+    data: &[u8],
+    profiled: &[u32],
+    lines: &HashMap<u32, Lines>,
+    use_dfs: bool,
+    bat: Option<&BatIndex>,
+) -> (Vec<yaml::Function>, Bodies) {
+    let functions = fdata.functions;
+    let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
+    let basic = fdata.basic_events.is_some();
+    let found = bodies(functions, profiled);
     let Bodies {
         bodies,
         tables: jump_tables,
         entries,
-    } = bodies(functions, &profiled);
+    } = &found;
     let objects = DataObjects::from_elf(data, functions);
     let relocations = hash::relocations(data);
     let call_sites = object::File::parse(data)
@@ -484,7 +515,7 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
     let ctx = hash::Context {
         functions,
         objects: &objects,
-        jump_tables: &jump_tables,
+        jump_tables: jump_tables,
         relocations: &relocations,
     };
     let records: Vec<yaml::Function> = profiled
@@ -505,7 +536,7 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
             if let Some(Body::Cfg(cfg)) = bodies.get(&i).filter(|_| basic) {
                 record.nblocks = cfg.blocks.len() as u32;
                 record.hash = hash::hashes(&ctx, f, cfg, Llvm::V22).map_or(0, |h| h.function);
-                if options.use_dfs {
+                if use_dfs {
                     let c = Counted::new(functions, f, cfg);
                     let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
                     let order = dfs_order(&c, &block_landing_pads(&c, f, sites));
@@ -519,7 +550,7 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
                     f,
                     cfg,
                     l,
-                    (&numbers, &entries, options.use_dfs),
+                    (&numbers, entries, use_dfs, bat),
                     sites,
                     &mut record,
                 );
@@ -527,17 +558,7 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
             record
         })
         .collect();
-    // The flags of the functions with a profile and blocks (none: `[  ]`).
-    let any = records.iter().any(|r| r.nblocks != 0);
-    header.flags = match (any, basic) {
-        (false, _) => vec![],
-        (true, true) => vec!["sample"],
-        (true, false) => vec!["lbr"],
-    };
-    yaml::Profile {
-        header,
-        functions: records,
-    }
+    (records, found)
 }
 
 /// `YAMLProfileWriter::convert` of one function with a CFG.
@@ -546,7 +567,7 @@ fn convert(
     f: &Function,
     cfg: &Cfg,
     l: &Lines,
-    (numbers, entries, use_dfs): (&[u32], &HashMap<u32, Vec<u64>>, bool),
+    (numbers, entries, use_dfs, bat): (&[u32], &HashMap<u32, Vec<u64>>, bool, Option<&BatIndex>),
     sites: &[CallSite],
     record: &mut yaml::Function,
 ) {
@@ -605,6 +626,13 @@ fn convert(
         let Some(g) = functions.index_containing(target) else {
             return (0, 0);
         };
+        if let Some(b) = bat {
+            let output_offset = (target - functions.get(g).address) as u32;
+            if let Some(found) = bolted::bat_destination(functions, b, numbers, g, output_offset, 0)
+            {
+                return found;
+            }
+        }
         let offset = target - functions.get(g).address;
         if offset == 0 {
             return (numbers[g], 0);

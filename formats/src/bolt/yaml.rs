@@ -261,10 +261,9 @@ pub fn write_wrapped(p: &Profile, wrap_column: usize) -> String {
         for b in &f.blocks {
             key(&mut o, 8, true, "bid");
             writeln!(o, "{}", b.bid).unwrap();
-            if b.insns != 0 {
-                key(&mut o, 8, false, "insns");
-                writeln!(o, "{}", b.insns).unwrap();
-            }
+            // `mapRequired`: written even when 0 (BAT profiles do not know it).
+            key(&mut o, 8, false, "insns");
+            writeln!(o, "{}", b.insns).unwrap();
             if b.hash != 0 {
                 key(&mut o, 8, false, "hash");
                 writeln!(o, "0x{:X}", b.hash).unwrap();
