@@ -745,6 +745,7 @@ functions:
         hash:            0x6D424DF2CA004B
         calls:           [ { off: 0x6, fid: 16, cnt: 56 }, { off: 0xE, fid: 22, cnt: 76 } ]
       - bid:             6
+        insns:           0
         hash:            0xDD8F55F2CA00F0
 ...
 ";
