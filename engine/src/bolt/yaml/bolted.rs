@@ -223,7 +223,8 @@ impl Context<'_> {
             if to == 0 {
                 exec = exec.wrapping_add(b.count);
             }
-            if let Some(&(index, _)) = map.get(&(to as u32)).filter(|_| to <= u64::from(u32::MAX)) {
+            // `isInputBlock` takes the offset as 32 bits, as every BAT offset is.
+            if let Some(&(index, _)) = map.get(&(to as u32)) {
                 let block = block_at(&mut blocks, &positional, check(index)?);
                 block.exec = block.exec.wrapping_add(b.count);
             }
