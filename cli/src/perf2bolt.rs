@@ -197,17 +197,45 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     let binary = binary?;
     // A store says itself whether it holds IP samples only.
     let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
+    // Pre-aggregated lines with a zero count add no mispredictions to inner branches in
+    // perf2bolt's YAML: those branches come from the profile without them.
+    let intra = match o.yaml || o.save_profile.is_some() {
+        true => yaml_view(&o)?,
+        false => None,
+    };
+    let write_yaml = |path: &Path| {
+        let intra = intra.as_ref();
+        engine::bolt::loaded::write_yaml_with_intra(
+            &binary, &profile, intra, basic, o.use_dfs, dialect, path,
+        )
+    };
     if o.yaml {
-        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, dialect, &o.output)?;
+        write_yaml(&o.output)?;
     } else {
         crate::aggregate::write_fdata_of(&binary, &profile, basic, &o.output)?;
     }
     eprintln!("profmill: wrote {}", o.output.display());
     if let Some(w) = &o.save_profile {
-        engine::bolt::loaded::write_yaml(&binary, &profile, basic, o.use_dfs, dialect, w)?;
+        write_yaml(w)?;
         eprintln!("profmill: wrote {}", w.display());
     }
     Ok(())
+}
+
+/// The profile whose inner branches perf2bolt's YAML holds, where that differs from the one
+/// read: a pre-aggregated text file read again by
+/// [`engine::bolt::profile_from_preagg_for_yaml`] (without its zero-count lines). `None`:
+/// the same profile.
+fn yaml_view(
+    o: &Options,
+) -> Result<Option<engine::perf::aggregate::BinaryProfile>, Box<dyn std::error::Error>> {
+    if !o.pre_aggregated || crate::store::is_store(&o.input) {
+        return Ok(None);
+    }
+    let data = std::fs::read(&o.input).map_err(engine::error::io_error(&o.input))?;
+    let yaml = engine::bolt::profile_from_preagg_for_yaml(&data)
+        .map_err(|e| format!("{}: {e}", o.input.display()))?;
+    Ok(Some(yaml))
 }
 
 fn read_capture(

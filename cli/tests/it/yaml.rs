@@ -495,6 +495,136 @@ fn merge_fdata_of_yaml_equals_llvm_22() {
     }
 }
 
+/// A jump from one function into the middle of another (hand-written assembly, like OpenSSL's
+/// `bn_mul4x_mont` entering `bn_mulx4x_mont`): BOLT makes the target a secondary entry point,
+/// counts the jumps as that block's `exec` and always writes the block.
+#[test]
+fn a_jump_into_another_function_counts_on_its_entry_block_like_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    const SECONDARY: &str = r#"
+#include <stdio.h>
+int g(int), f(int);
+__asm__(".text\n.globl g\n.type g,@function\ng:\n  test %edi,%edi\n  js 1f\n.Lg_inner:\n"
+        "  lea 1(%rdi),%eax\n  cmp $100,%eax\n  jg 2f\n  add $3,%eax\n2:\n  ret\n1:\n"
+        "  xor %eax,%eax\n  ret\n.size g,.-g\n"
+        ".globl f\n.type f,@function\nf:\n  cmp $5,%edi\n  jne .Lg_inner\n  xor %eax,%eax\n"
+        "  ret\n.size f,.-f\n");
+int main(int argc, char **argv) {
+  int t = 0;
+  for (int i = 0; i < 1000 * argc; i++) t += f(i & 15) + g(i & 7);
+  printf("%d\n", t);
+  return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, CLANG_19, SECONDARY, "c", &[], "secondary");
+    let capture = d.join("secondary.data");
+    generate_capture(&capture, &[&binary], 1, 60, false, 4);
+    let (ours, theirs) = both(&binary, &capture, &[], d, "secondary");
+    let theirs_text = String::from_utf8_lossy(&theirs);
+    // The case is there: g's second block (the jump's target) has an `exec` of its own.
+    let g = &theirs_text[theirs_text.find("name:            g\n").unwrap()..];
+    let second = &g[g.find("bid:             1\n").unwrap()..];
+    assert!(second.lines().nth(3).unwrap().contains("exec:"), "{g}");
+    assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
+}
+
+/// AVX-512 code with masking (`{%k1}`, `{%k1}{z}`), embedded broadcast (`{1to4}`) and
+/// rounding (`{rz-sae}`): LLVM names each variant apart (`VPSUBQZ256rmk`, `…rmbkz`,
+/// `VADDPDZrrb`) and hashes the mask operand; and AMD's XOP (`vprotd`, OpenSSL's `*_xop`
+/// functions). The hashes equal perf2bolt 22's. (Compiled only: the capture is generated, so
+/// the host needs neither.)
+#[test]
+fn avx512_masked_and_broadcast_forms_hash_like_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    const AVX512: &str = r#"
+#include <x86intrin.h>
+#include <stdio.h>
+__attribute__((noinline, target("xop")))
+void rotate(unsigned *a, int n) {
+  for (int i = 0; i + 4 <= n; i += 4)
+    _mm_storeu_si128((__m128i *)(a + i), _mm_roti_epi32(_mm_loadu_si128((__m128i *)(a + i)), 7));
+}
+__attribute__((noinline, target("avx512f,avx512vl")))
+void kernel(long long *a, const long long *b, int n, unsigned char m) {
+  for (int i = 0; i + 4 <= n; i += 4) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(a + i));
+    __m256i y = _mm256_mask_sub_epi64(x, m, x, _mm256_set1_epi64x(b[0]));
+    y = _mm256_maskz_add_epi64(m ^ 5, y, _mm256_loadu_si256((const __m256i *)(b + i)));
+    if (_mm256_cmpgt_epi64_mask(y, x)) y = _mm256_sub_epi64(y, x);
+    _mm256_storeu_si256((__m256i *)(a + i), y);
+  }
+}
+__attribute__((noinline, target("avx512f")))
+double round_sum(const double *a, int n) {
+  __m512d s = _mm512_setzero_pd();
+  for (int i = 0; i + 8 <= n; i += 8)
+    s = _mm512_add_round_pd(s, _mm512_loadu_pd(a + i), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  return _mm512_reduce_add_pd(s);
+}
+int main(int argc, char **argv) {
+  long long a[64], b[64]; double d[64]; unsigned u[64];
+  for (int i = 0; i < 64; i++) { a[i] = i * argc; b[i] = i; d[i] = i; u[i] = i; }
+  if (argc > 5) { kernel(a, b, 64, (unsigned char)argc); printf("%f\n", round_sum(d, 64)); }
+  if (argc > 6) { rotate(u, 64); printf("%u\n", u[5]); }
+  printf("%lld\n", a[3]);
+  return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, CLANG_19, AVX512, "c", &[], "avx512");
+    let text =
+        String::from_utf8(run_ok(Command::new("objdump").arg("-d").arg(&binary)).stdout).unwrap();
+    for form in ["{%k", "{z}", "{1to", "{rz-sae}", "vprotd"] {
+        assert!(text.contains(form), "the program has no {form} instruction");
+    }
+    let capture = d.join("avx512.data");
+    generate_capture(&capture, &[&binary], 1, 80, false, 9);
+    assert_same_yaml(&binary, &capture, &[], d, "avx512");
+}
+
+/// Pre-aggregated input (`--pa`) as `profmill aggregate --format preagg` writes it: the taken
+/// counts in `T` lines and the mispredictions in `B FROM TO 0 N` lines. perf2bolt's YAML gives
+/// a never-taken line's mispredictions to calls but not to inner branches (each line's inner
+/// branch is recorded on its own); ours equals it, `-w` and both LLVM versions' readers alike.
+#[test]
+fn pre_aggregated_zero_count_lines_equal_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANGXX_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cxx = build(d, CLANGXX_19, EH_PROGRAM_CXX, "cpp", &[], "preagg_cxx");
+    let capture = d.join("preagg.data");
+    generate_capture(&capture, &[&cxx], 1, 60, false, 5);
+    let preagg = d.join("cxx.preagg");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .arg("-b")
+            .arg(&cxx)
+            .args(["--format", "preagg", "-o"])
+            .arg(&preagg),
+    );
+    let text = std::fs::read_to_string(&preagg).unwrap();
+    let zero_count_mispredicted = text.lines().filter(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        f[0] == "B" && f[3] == "0" && f[4] != "0"
+    });
+    assert!(
+        zero_count_mispredicted.count() > 0,
+        "the case is not exercised:\n{text}"
+    );
+    assert_same_yaml(&cxx, &preagg, &["--pa"], d, "preagg");
+}
+
 /// `-q` (no profile written, no `-o` file created) and `--print=exec|branches` (the function
 /// list on stderr) of YAML merges: stderr and outputs equal LLVM 22's merge-fdata's.
 #[test]

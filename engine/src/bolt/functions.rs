@@ -140,7 +140,13 @@ impl Functions {
                 functions[i].size = functions[i].size.max(len);
             }
         }
-        let fdes = fde_functions(&fde_ranges, &functions, &code);
+        let mut marked: Vec<u64> = file
+            .symbols()
+            .filter(|s| !s.is_undefined() && s.kind() != SymbolKind::File)
+            .map(|s| s.address())
+            .collect();
+        marked.sort_unstable();
+        let fdes = fde_functions(&fde_ranges, &functions, &code, &marked);
         functions.extend(fdes);
         functions.sort_by_key(|f| f.address);
         add_symbol_entries(&file, &mut functions, &code);
@@ -527,10 +533,15 @@ fn local_parent_in_file<T>(
 /// BOLT's "functions marked by FDE" (after the symbols and the PLT): an FDE starting neither
 /// at nor inside (by symbol size) a known function becomes `__BOLT_FDE_FUNCat<hex start>`,
 /// as long as its FDE says; in a stripped binary these are all the functions there are.
+/// Where an untyped symbol marks the FDE's start (`__bn_postx4x_internal` in OpenSSL's
+/// assembly), BOLT made the function from that symbol, in address order with the others; only
+/// those of no symbol are numbered after the PLT ([`Function::from_fde`]). `marked`: the
+/// symbols' addresses, ascending.
 fn fde_functions(
     fdes: &[(u64, u64)],
     known: &[Function],
     code: &[(u64, u64, String, Vec<u8>)],
+    marked: &[u64],
 ) -> Vec<Function> {
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
     // `known` is sorted by address; FDE functions are kept sorted in a map as they come.
@@ -558,7 +569,7 @@ fn fde_functions(
             landing_pads: Vec::new(),
             split: false,
             entries: Vec::new(),
-            from_fde: true,
+            from_fde: marked.binary_search(&start).is_err(),
         });
     }
     out

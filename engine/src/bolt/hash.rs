@@ -340,7 +340,21 @@ fn operand(
         McOp::MemDisp if ctx.jump_tables.contains(&ins.memory_displacement64()) => {}
         McOp::MemDisp => push_integer(out, ins.memory_displacement64()),
         McOp::MemSeg => push_integer(out, reg(ins.segment_prefix())),
+        McOp::Mask => push_integer(out, reg(ins.op_mask())),
+        McOp::Rounding => push_integer(out, rounding_immediate(ins.rounding_control())),
         McOp::Target | McOp::Unknown => {}
+    }
+}
+
+/// LLVM's immediate for an EVEX rounding mode (`X86::STATIC_ROUNDING`: `TO_NEAREST_INT` 0,
+/// `TO_NEG_INF` 1, `TO_POS_INF` 2, `TO_ZERO` 3).
+fn rounding_immediate(r: iced_x86::RoundingControl) -> u64 {
+    use iced_x86::RoundingControl as R;
+    match r {
+        R::None | R::RoundToNearest => 0,
+        R::RoundDown => 1,
+        R::RoundUp => 2,
+        R::RoundTowardZero => 3,
     }
 }
 

@@ -73,6 +73,20 @@ pub fn write_yaml(
     dialect: Dialect,
     path: &Path,
 ) -> Result<FdataReport> {
+    write_yaml_with_intra(loaded, profile, None, basic, use_dfs, dialect, path)
+}
+
+/// [`write_yaml`], the functions' inner branches taken from `intra` when given (see
+/// [`crate::bolt::yaml::profile_with_intra`]).
+pub fn write_yaml_with_intra(
+    loaded: &LoadedBinary,
+    profile: &BinaryProfile,
+    intra: Option<&BinaryProfile>,
+    basic: bool,
+    use_dfs: bool,
+    dialect: Dialect,
+    path: &Path,
+) -> Result<FdataReport> {
     let started = Instant::now();
     let functions = &loaded.functions;
     let options = crate::bolt::yaml::Options {
@@ -86,16 +100,29 @@ pub fn write_yaml(
         Some(t) => {
             let bat = BatIndex::new(t, functions);
             let fdata = symbolize_bolted(profile, functions, basic, Some(&bat));
-            let yaml = crate::bolt::yaml::bat_profile(&fdata, &loaded.data, &bat, &options)
-                .map_err(|e| crate::error::Error::Binary {
-                    path: loaded.path.clone(),
-                    message: e.to_string(),
-                })?;
+            let intra = intra.map(|p| symbolize_bolted(p, functions, basic, Some(&bat)));
+            let yaml = crate::bolt::yaml::bat_profile(
+                &fdata,
+                intra.as_ref(),
+                &loaded.data,
+                &bat,
+                &options,
+            )
+            .map_err(|e| crate::error::Error::Binary {
+                path: loaded.path.clone(),
+                message: e.to_string(),
+            })?;
             (yaml, fdata.stats, fdata.out_of_range_samples)
         }
         None => {
             let fdata = symbolize_as(profile, functions, basic, None, dialect);
-            let yaml = crate::bolt::yaml::profile(&fdata, &loaded.data, &options);
+            let intra = intra.map(|p| symbolize_as(p, functions, basic, None, dialect));
+            let yaml = crate::bolt::yaml::profile_with_intra(
+                &fdata,
+                intra.as_ref(),
+                &loaded.data,
+                &options,
+            );
             (yaml, fdata.stats, fdata.out_of_range_samples)
         }
     };

@@ -877,12 +877,35 @@ fn fall_throughs(
 pub fn profile_from_preagg(
     data: &[u8],
 ) -> Result<BinaryProfile, formats::bolt::preagg::ParseError> {
+    read_preagg(data, false)
+}
+
+/// [`profile_from_preagg`] without the records whose count is zero: the profile whose inner
+/// branches perf2bolt (19 and 22) puts in a YAML profile. It records each line's inner branch
+/// in the CFG on its own, and a branch never taken adds no mispredictions there, while its
+/// fdata, calls and entries sum the lines first and keep them. `profmill aggregate --format
+/// preagg` writes such lines (`B FROM TO 0 MISPREDS`: the taken count is in the `T` lines),
+/// so `perf2bolt --pa --profile-format=yaml` of them has a `cnt` without `mis` for inner
+/// branches (found on the `cargo` benchmark's pre-aggregated profile).
+pub fn profile_from_preagg_for_yaml(
+    data: &[u8],
+) -> Result<BinaryProfile, formats::bolt::preagg::ParseError> {
+    read_preagg(data, true)
+}
+
+fn read_preagg(
+    data: &[u8],
+    skip_zero_counts: bool,
+) -> Result<BinaryProfile, formats::bolt::preagg::ParseError> {
     use crate::perf::table::Counts;
     use formats::bolt::preagg::{parse, Record};
     let mut traces: HashMap<(u64, u64, u64), Counts> = HashMap::new();
     let mut ips: HashMap<u64, u64> = HashMap::new();
     let mut profile = BinaryProfile::default();
     let mut add = |key: (u64, u64, u64), count: i64, mispreds: i64| {
+        if skip_zero_counts && count == 0 {
+            return;
+        }
         let c = traces.entry(key).or_default();
         c.taken = c.taken.wrapping_add(count as u64);
         c.mispred = c.mispred.wrapping_add(mispreds as u64);

@@ -6,10 +6,38 @@
 
 use std::sync::OnceLock;
 
-use iced_x86::{Code, Instruction, OpKind, Register};
+use iced_x86::{Code, Instruction, OpKind, Register, RoundingControl};
 
+// One line per form: formatted, the table would be three times longer.
+#[rustfmt::skip]
 #[path = "x86_names.rs"]
 mod names;
+
+/// Variant bits of an EVEX form (`Form::variant`): LLVM gives each its own opcode (`…rmk`,
+/// `…rmkz`, `…rmb`, `…rrb`), and masking adds the mask (and the merge source) to the
+/// `MCOperand`s.
+const VARIANT_MASK: u8 = 1;
+const VARIANT_ZERO: u8 = 2;
+const VARIANT_BROADCAST: u8 = 4;
+const VARIANT_ROUNDING: u8 = 8;
+
+/// The variant bits of a decoded instruction.
+fn variant(ins: &Instruction) -> u8 {
+    let mut v = 0;
+    if ins.op_mask() != Register::None {
+        v |= VARIANT_MASK;
+        if ins.zeroing_masking() {
+            v |= VARIANT_ZERO;
+        }
+    }
+    if ins.is_broadcast() {
+        v |= VARIANT_BROADCAST;
+    }
+    if ins.rounding_control() != RoundingControl::None || ins.suppress_all_exceptions() {
+        v |= VARIANT_ROUNDING;
+    }
+    v
+}
 
 /// The LLVM release whose names and numbers a hash follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,6 +71,10 @@ pub(crate) enum McOp {
     MemSeg,
     /// A direct branch or call target (a symbol once BOLT has disassembled it).
     Target,
+    /// The EVEX mask register (`{%k1}`).
+    Mask,
+    /// The EVEX rounding mode as LLVM's immediate (`{rn-sae}` 0 … `{rz-sae}` 3).
+    Rounding,
     /// Something the generator could not trace back (hashes as nothing).
     #[allow(dead_code)]
     Unknown,
@@ -52,6 +84,8 @@ pub(crate) enum McOp {
 pub(crate) struct Form {
     pub code: Code,
     pub mem: bool,
+    /// EVEX masking, broadcast and rounding (`VARIANT_*` bits; 0 for every other encoding).
+    pub variant: u8,
     pub name: &'static str,
     pub name19: &'static str,
     pub mnemonic: &'static str,
@@ -81,11 +115,15 @@ pub fn table_len() -> usize {
 /// The form of a decoded instruction, if the table has it.
 pub(crate) fn form(ins: &Instruction) -> Option<&'static Form> {
     let mem = (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Memory);
-    let key = (ins.code() as u16, mem);
-    names::FORMS
-        .binary_search_by_key(&key, |f| (f.code as u16, f.mem))
-        .ok()
-        .map(|i| &names::FORMS[i])
+    let find = |variant: u8| {
+        let key = (ins.code() as u16, mem, variant);
+        names::FORMS
+            .binary_search_by_key(&key, |f| (f.code as u16, f.mem, f.variant))
+            .ok()
+            .map(|i| &names::FORMS[i])
+    };
+    // A variant iced could not encode for the table falls back to the plain form.
+    find(variant(ins)).or_else(|| find(0))
 }
 
 /// Every form: (code, memory form, LLVM 19 name, LLVM 22 name, bytes), for the tests.

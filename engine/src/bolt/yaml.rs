@@ -96,7 +96,7 @@ struct Counted<'c> {
 }
 
 /// The lines of one function, split as BOLT files them.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Lines {
     /// Branches and fall-throughs inside the function (not to offset 0).
     intra: Vec<(u64, u64, Branch)>,
@@ -442,6 +442,19 @@ fn is_canonical(cc: ConditionCode) -> bool {
 /// The YAML profile of `fdata` (symbolized from `data`, the binary's bytes) as perf2bolt 22
 /// writes it.
 pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
+    profile_with_intra(fdata, None, data, options)
+}
+
+/// [`profile`], with the functions' inner branches taken from `intra` when given (the same
+/// profile without its zero-count pre-aggregated lines: perf2bolt records each such line's
+/// inner branch on its own, and a branch never taken adds no mispredictions there, while
+/// calls and entries keep them).
+pub fn profile_with_intra(
+    fdata: &Fdata,
+    intra: Option<&Fdata>,
+    data: &[u8],
+    options: &Options,
+) -> yaml::Profile {
     let mut header = yaml::Header {
         binary_name: options.binary_name.clone(),
         build_id: Some(
@@ -469,7 +482,7 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
             .map(|&(f, _)| (f, Lines::default()))
             .collect()
     } else {
-        file_lines(fdata)
+        with_intra(file_lines(fdata), intra)
     };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
@@ -485,6 +498,19 @@ pub fn profile(fdata: &Fdata, data: &[u8], options: &Options) -> yaml::Profile {
         header,
         functions: records,
     }
+}
+
+/// `lines` with each function's inner branches taken from `intra` when given (see
+/// [`profile_with_intra`]).
+fn with_intra(mut lines: HashMap<u32, Lines>, intra: Option<&Fdata>) -> HashMap<u32, Lines> {
+    if let Some(intra) = intra {
+        let mut inner = file_lines(intra);
+        for (f, l) in lines.iter_mut() {
+            l.intra = inner.remove(f).map(|l| l.intra).unwrap_or_default();
+        }
+        lines.retain(|_, l| !(l.intra.is_empty() && l.out.is_empty() && l.entries.is_empty()));
+    }
+    lines
 }
 
 /// The records of the `profiled` functions (ascending indices) that BOLT gives a CFG, as
@@ -547,7 +573,7 @@ fn cfg_records(
                 let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
                 convert(
                     &ctx,
-                    f,
+                    (i, f),
                     cfg,
                     l,
                     (&numbers, entries, use_dfs, bat),
@@ -564,7 +590,7 @@ fn cfg_records(
 /// `YAMLProfileWriter::convert` of one function with a CFG.
 fn convert(
     ctx: &hash::Context,
-    f: &Function,
+    (i, f): (u32, &Function),
     cfg: &Cfg,
     l: &Lines,
     (numbers, entries, use_dfs, bat): (&[u32], &HashMap<u32, Vec<u64>>, bool, Option<&BatIndex>),
@@ -573,6 +599,7 @@ fn convert(
 ) {
     let functions = ctx.functions;
     let mut c = Counted::new(functions, f, cfg);
+    let secondary = entries.get(&i).map_or(&[][..], Vec::as_slice);
     for &(to, b) in &l.entries {
         if to > f.size {
             continue;
@@ -580,6 +607,19 @@ fn convert(
         if to == 0 {
             c.function_exec = c.function_exec.wrapping_add(b.count);
             c.exec[0] = c.exec[0].wrapping_add(b.count);
+            continue;
+        }
+        // `DataReader::readProfile`: an entry from outside counts on the block starting there
+        // if that block is an entry point or a landing pad (another function's jump into
+        // hand-written assembly: OpenSSL's `bn_mul4x_mont` into `bn_mulx4x_mont`).
+        let Some(b_at) = cfg
+            .block_containing(to)
+            .filter(|&i| cfg.blocks[i].offset == to)
+        else {
+            continue;
+        };
+        if cfg.blocks[b_at].is_landing_pad || secondary.binary_search(&to).is_ok() {
+            c.exec[b_at] = c.exec[b_at].wrapping_add(b.count);
         }
     }
     for &(from, to, b) in &l.intra {
@@ -709,8 +749,10 @@ fn convert(
             }
         }
         let outgoing = c.edges[b].iter().fold(0u64, |a, e| a.wrapping_add(e.0));
+        // `convert` writes every entry point, secondary ones too.
         let keep = !out.calls.is_empty()
             || b == 0
+            || secondary.binary_search(&block.offset).is_ok()
             || (block.is_landing_pad && c.exec[b] != 0)
             || outgoing != 0
             || incoming[b] != 0;

@@ -12,7 +12,8 @@
 //!   in offset order: the k-th of them gives the k-th block its index and hash. A branch line
 //!   lands on the block containing its source: a successor (the target's block) when it stays
 //!   inside the function at a non-zero offset, a call site (offset from the block's start)
-//!   otherwise; lines are taken sorted by (source, target), targets by (known, name, offset).
+//!   otherwise; lines are taken sorted by (source, target), targets by (known, name, offset),
+//!   names as perf2bolt prints them.
 //!   Entries at a block's input offset add to that block's `exec`. Blocks without a count are
 //!   dropped; `insns` is 0 (the tables do not record it).
 //! * A basic (no-LBR) profile has no functions at all (perf2bolt 22 converts none).
@@ -24,7 +25,7 @@ use std::collections::BTreeMap;
 
 use formats::bolt::yaml;
 
-use super::{cfg_records, file_lines, Bodies, Lines, Options};
+use super::{cfg_records, file_lines, with_intra, Bodies, Lines, Options};
 use crate::bolt::cfg::Body;
 use crate::bolt::functions::Functions;
 use crate::bolt::{printed_name, BatIndex, Fdata};
@@ -53,9 +54,11 @@ impl std::fmt::Display for TableError {
 impl std::error::Error for TableError {}
 
 /// The YAML profile of `fdata`, symbolized through `bat` (see [`crate::bolt::symbolize_bolted`]),
-/// as perf2bolt 22 writes it for a BOLTed binary.
+/// as perf2bolt 22 writes it for a BOLTed binary; the inner branches of functions without a
+/// table from `intra` when given (see [`super::profile_with_intra`]).
 pub fn bat_profile(
     fdata: &Fdata,
+    intra: Option<&Fdata>,
     data: &[u8],
     bat: &BatIndex,
     options: &Options,
@@ -94,7 +97,14 @@ pub fn bat_profile(
         .filter(|&i| translated(i).is_none())
         .collect();
     others.sort_unstable();
-    let (records, found) = cfg_records(fdata, data, &others, &lines, false, Some(bat));
+    // perf2bolt records zero-count pre-aggregated lines' inner branches apart on CFGs (see
+    // `profile_with_intra`); a table's record takes its lines as they are.
+    let cfg_lines = with_intra(
+        others.iter().map(|&i| (i, lines[&i].clone())).collect(),
+        intra,
+    );
+    others.retain(|i| cfg_lines.contains_key(i));
+    let (records, found) = cfg_records(fdata, data, &others, &cfg_lines, false, Some(bat));
     profile.functions = records;
     // Only hot fragments carry lines: a cold fragment's count for its parent.
     let mut tabled: Vec<u32> = lines
@@ -172,7 +182,8 @@ impl Context<'_> {
                 )))
             }
         };
-        let own = f.name.as_str();
+        // perf2bolt names a function's own lines `getLocationName` too (`AggrData->Name`).
+        let own = printed_name(f, true);
         let mut data: Vec<(u64, TargetKey, Target)> = l
             .intra
             .iter()

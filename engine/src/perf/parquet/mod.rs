@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parquet::basic::{Compression, LogicalType, Type as PhysicalType, ZstdLevel};
-use parquet::column::reader::{get_typed_column_reader, ColumnReaderImpl};
+use parquet::column::page::{Page, PageMetadata, PageReader};
+use parquet::column::reader::ColumnReaderImpl;
 use parquet::column::writer::ColumnWriter;
 use parquet::data_type::{
     BoolType, ByteArray, ByteArrayType, DataType, FixedLenByteArrayType, Int32Type, Int64Type,
@@ -900,6 +901,50 @@ fn number_type(name: &str, c: &ColumnDescriptor) -> std::result::Result<Number, 
     }
 }
 
+/// A column chunk's pages, each checked before the `parquet` crate's decoders size anything
+/// from it: the crate makes a dictionary of as many values as the page header claims
+/// (`DictDecoder::set_dict`), before decoding them, so a corrupt count allocated tens of
+/// gigabytes (fuzzing found it). A dictionary value takes at least a byte of the page.
+struct CheckedPages(Box<dyn PageReader>);
+
+impl PageReader for CheckedPages {
+    fn get_next_page(&mut self) -> parquet::errors::Result<Option<Page>> {
+        let page = self.0.get_next_page()?;
+        if let Some(Page::DictionaryPage {
+            buf, num_values, ..
+        }) = &page
+        {
+            if *num_values as usize > buf.len() {
+                return Err(parquet::errors::ParquetError::General(format!(
+                    "a dictionary page of {num_values} values in {} bytes",
+                    buf.len()
+                )));
+            }
+        }
+        Ok(page)
+    }
+
+    fn peek_next_page(&mut self) -> parquet::errors::Result<Option<PageMetadata>> {
+        self.0.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> parquet::errors::Result<()> {
+        self.0.skip_next_page()
+    }
+
+    fn at_record_boundary(&mut self) -> parquet::errors::Result<bool> {
+        self.0.at_record_boundary()
+    }
+}
+
+impl Iterator for CheckedPages {
+    type Item = parquet::errors::Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
 /// Rows decoded at a time by `import` (fewer in the tests, so that their files span batches).
 const BATCH: usize = if cfg!(test) { 1000 } else { 1 << 16 };
 
@@ -911,9 +956,11 @@ struct Cursor<T: DataType> {
 
 impl<T: DataType> Cursor<T> {
     fn open(group: &dyn RowGroupReader, c: usize) -> parquet::errors::Result<Cursor<T>> {
+        let descr = group.metadata().column(c).column_descr_ptr();
+        let pages = CheckedPages(group.get_column_page_reader(c)?);
         Ok(Cursor {
-            reader: get_typed_column_reader::<T>(group.get_column_reader(c)?),
-            max_def: group.metadata().column(c).column_descr().max_def_level(),
+            max_def: descr.max_def_level(),
+            reader: ColumnReaderImpl::new(descr, Box::new(pages)),
         })
     }
 

@@ -299,6 +299,26 @@ fn a_footer_field_of_another_type_than_the_schema_says_is_refused() {
     );
 }
 
+/// A dictionary page whose header claims 667,942,911 values in 24 bytes: the `parquet` crate
+/// would size the dictionary (16 GB) before decoding it; the page is refused first (fuzzing
+/// found it: `fuzz/seeds/parquet/crash-dictionary-count-oom`).
+#[test]
+fn a_dictionary_page_claiming_more_values_than_bytes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dictionary.parquet");
+    let seed = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fuzz/seeds/parquet/crash-dictionary-count-oom"
+    );
+    std::fs::copy(seed, &file).unwrap();
+    let e = refused(&file);
+    assert!(
+        e.contains("column `build_id`")
+            && e.contains("a dictionary page of 667942911 values in 24 bytes"),
+        "{e}"
+    );
+}
+
 /// A footer that claims 2^32 schema elements in a few bytes: refused at the list's offset
 /// before the `parquet` crate sizes a vector from it (fuzzing found the crate allocating 50 GB
 /// and aborting on such a footer; `fuzz/seeds/parquet/crash-metadata-oom` is the input found).

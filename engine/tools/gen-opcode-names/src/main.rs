@@ -1,5 +1,6 @@
 //! Generates `engine/src/bolt/x86_names.rs`: for every 64-bit iced-x86 `Code` (in its register
-//! and its memory form), the LLVM MC opcode name, the AT&T mnemonic and the layout of the
+//! and its memory form, and for EVEX codes in each masking, broadcast and rounding variant iced
+//! can encode, which LLVM names apart: `…rmk`, `…rmkz`, `…rmb`, `…rrb`), the LLVM MC opcode name, the AT&T mnemonic and the layout of the
 //! `MCInst` operands that LLVM's disassembler produces, plus LLVM 19's register numbers.
 //!
 //! Method: build one representative instruction per form with iced-x86 (distinct registers and
@@ -24,7 +25,8 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use iced_x86::{
-    Code, EncodingKind, Encoder, Instruction, OpCodeOperandKind as K, OpKind, Register,
+    Code, Encoder, EncodingKind, Instruction, OpCodeOperandKind as K, OpKind, Register,
+    RoundingControl,
 };
 
 const MARKER_IMM: u64 = 0x7a7a_7a7a_7a7a_7a7a;
@@ -37,8 +39,74 @@ const SCALE: u32 = 4;
 struct Sample {
     code: Code,
     mem: bool,
+    /// The EVEX variant (`x86.rs`'s `VARIANT_*` bits): masking, broadcast, rounding/SAE.
+    variant: u8,
     ins: Instruction,
     bytes: Vec<u8>,
+}
+
+/// `x86.rs`'s variant bits: LLVM names EVEX forms apart by them (`…rmk`, `…rmkz`, `…rmb`,
+/// `…rrb`), and masking adds `MCOperand`s.
+const VARIANT_MASK: u8 = 1;
+const VARIANT_ZERO: u8 = 2;
+const VARIANT_BROADCAST: u8 = 4;
+const VARIANT_ROUNDING: u8 = 8;
+
+/// The mask register of masked samples: no other operand of a sample uses it.
+const MASK: Register = Register::K7;
+/// The rounding of rounding samples: `{rz-sae}`, LLVM's immediate 3 (`X86::TO_ZERO`).
+const ROUNDING: RoundingControl = RoundingControl::RoundTowardZero;
+const ROUNDING_IMM: i64 = 3;
+
+/// The EVEX variants of a form that iced can express: each a set of `VARIANT_*` bits.
+fn variants(code: Code, mem: bool) -> Vec<u8> {
+    let oc = code.op_code();
+    if oc.encoding() != EncodingKind::EVEX {
+        return vec![0];
+    }
+    let masks: Vec<u8> = if oc.require_op_mask_register() {
+        vec![VARIANT_MASK]
+    } else if oc.can_use_op_mask_register() {
+        let mut m = vec![0, VARIANT_MASK];
+        if oc.can_use_zeroing_masking() {
+            m.push(VARIANT_MASK | VARIANT_ZERO);
+        }
+        m
+    } else {
+        vec![0]
+    };
+    let mut extra = vec![0];
+    if mem && oc.can_broadcast() {
+        extra.push(VARIANT_BROADCAST);
+    }
+    if !mem && (oc.can_use_rounding_control() || oc.can_suppress_all_exceptions()) {
+        extra.push(VARIANT_ROUNDING);
+    }
+    let mut out = Vec::new();
+    for &e in &extra {
+        for &m in &masks {
+            out.push(m | e);
+        }
+    }
+    out
+}
+
+/// Sets `variant`'s masking, broadcast and rounding on a sample.
+fn apply_variant(ins: &mut Instruction, variant: u8) {
+    if variant & VARIANT_MASK != 0 {
+        ins.set_op_mask(MASK);
+        ins.set_zeroing_masking(variant & VARIANT_ZERO != 0);
+    }
+    if variant & VARIANT_BROADCAST != 0 {
+        ins.set_is_broadcast(true);
+    }
+    if variant & VARIANT_ROUNDING != 0 {
+        if ins.code().op_code().can_use_rounding_control() {
+            ins.set_rounding_control(ROUNDING);
+        } else {
+            ins.set_suppress_all_exceptions(true);
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -92,9 +160,18 @@ fn set_operand(ins: &mut Instruction, i: u32, kind: K, mem: bool) -> Option<()> 
         ins.set_memory_displ_size(8);
     };
     match kind {
-        K::r8_or_mem | K::r16_or_mem | K::r32_or_mem | K::r64_or_mem | K::r32_or_mem_mpx
-        | K::r64_or_mem_mpx | K::mm_or_mem | K::xmm_or_mem | K::ymm_or_mem | K::zmm_or_mem
-        | K::bnd_or_mem_mpx | K::k_or_mem
+        K::r8_or_mem
+        | K::r16_or_mem
+        | K::r32_or_mem
+        | K::r64_or_mem
+        | K::r32_or_mem_mpx
+        | K::r64_or_mem_mpx
+        | K::mm_or_mem
+        | K::xmm_or_mem
+        | K::ymm_or_mem
+        | K::zmm_or_mem
+        | K::bnd_or_mem_mpx
+        | K::k_or_mem
             if mem =>
         {
             memory(ins, RDI, SCALE)
@@ -103,10 +180,20 @@ fn set_operand(ins: &mut Instruction, i: u32, kind: K, mem: bool) -> Option<()> 
         K::r16_or_mem | K::r16_reg | K::r16_reg_mem | K::r16_rm | K::r16_opcode => {
             reg(ins, gpr(16, n))
         }
-        K::r32_or_mem | K::r32_or_mem_mpx | K::r32_reg | K::r32_reg_mem | K::r32_rm
-        | K::r32_opcode | K::r32_vvvv => reg(ins, gpr(32, n)),
-        K::r64_or_mem | K::r64_or_mem_mpx | K::r64_reg | K::r64_reg_mem | K::r64_rm
-        | K::r64_opcode | K::r64_vvvv => reg(ins, gpr(64, n)),
+        K::r32_or_mem
+        | K::r32_or_mem_mpx
+        | K::r32_reg
+        | K::r32_reg_mem
+        | K::r32_rm
+        | K::r32_opcode
+        | K::r32_vvvv => reg(ins, gpr(32, n)),
+        K::r64_or_mem
+        | K::r64_or_mem_mpx
+        | K::r64_reg
+        | K::r64_reg_mem
+        | K::r64_rm
+        | K::r64_opcode
+        | K::r64_vvvv => reg(ins, gpr(64, n)),
         K::seg_reg => reg(ins, [FS, GS, ES][n.min(2)]),
         K::k_or_mem | K::k_reg | K::k_rm | K::k_vvvv => reg(ins, nth(K1, n)),
         K::kp1_reg => reg(ins, K2),
@@ -270,7 +357,7 @@ fn samples() -> (Vec<Sample>, Vec<Code>) {
             || !oc.mode64()
             || matches!(
                 oc.encoding(),
-                EncodingKind::MVEX | EncodingKind::D3NOW | EncodingKind::XOP
+                EncodingKind::MVEX | EncodingKind::D3NOW
             )
         {
             continue;
@@ -280,23 +367,29 @@ fn samples() -> (Vec<Sample>, Vec<Code>) {
         let memory_only = kinds.iter().any(|&k| has_mem(k));
         let forms: &[bool] = if rm { &[false, true] } else { &[memory_only] };
         for &mem in forms {
-            let mut ins = Instruction::with(code);
-            ins.set_ip(IP);
-            let ok = kinds
-                .iter()
-                .enumerate()
-                .all(|(i, &k)| set_operand(&mut ins, i as u32, k, mem).is_some());
-            match ok.then(|| encode(&ins)).flatten() {
-                Some(bytes) => {
-                    ins.set_len(bytes.len());
-                    out.push(Sample {
-                        code,
-                        mem,
-                        ins,
-                        bytes,
-                    })
+            for variant in variants(code, mem) {
+                let mut ins = Instruction::with(code);
+                ins.set_ip(IP);
+                let ok = kinds
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &k)| set_operand(&mut ins, i as u32, k, mem).is_some());
+                apply_variant(&mut ins, variant);
+                match ok.then(|| encode(&ins)).flatten() {
+                    Some(bytes) => {
+                        ins.set_len(bytes.len());
+                        out.push(Sample {
+                            code,
+                            mem,
+                            variant,
+                            ins,
+                            bytes,
+                        })
+                    }
+                    // Variants iced cannot encode are left to the plain form's row.
+                    None if variant != 0 => {}
+                    None => skipped.push(code),
                 }
-                None => skipped.push(code),
             }
         }
     }
@@ -392,9 +485,8 @@ fn disassemble(mc: &str, inputs: &[&[u8]]) -> Vec<Option<McInst>> {
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap().unwrap();
     let insts = parse(&String::from_utf8_lossy(&out.stdout));
-    let is_marker = |m: &McInst| {
-        m.name == "MOV64ri" && m.ops.get(1) == Some(&McOp::Imm(MARKER_IMM as i64))
-    };
+    let is_marker =
+        |m: &McInst| m.name == "MOV64ri" && m.ops.get(1) == Some(&McOp::Imm(MARKER_IMM as i64));
     let mut groups = vec![Vec::new()];
     for m in insts {
         if is_marker(&m) {
@@ -417,8 +509,17 @@ fn parse(out: &str) -> Vec<McInst> {
         if let Some(at) = line.find("<MCInst #") {
             let rest = &line[at + "<MCInst #".len()..];
             let rest = rest.split_once(' ').map(|(_, r)| r).unwrap_or("");
-            let name = rest.trim_end_matches('>').split(' ').next().unwrap().to_string();
-            let text = line[..at].trim().trim_end_matches('#').trim().replace('\t', " ");
+            let name = rest
+                .trim_end_matches('>')
+                .split(' ')
+                .next()
+                .unwrap()
+                .to_string();
+            let text = line[..at]
+                .trim()
+                .trim_end_matches('#')
+                .trim()
+                .replace('\t', " ");
             insts.push(McInst {
                 name,
                 text,
@@ -468,8 +569,14 @@ fn infer_all(sample: &Sample, ops: &[McOp]) -> Vec<String> {
         };
         if has_mem && is_base(&ops[j]) && j + 5 <= ops.len() {
             out.extend(
-                ["McOp::MemBase", "McOp::MemScale", "McOp::MemIndex", "McOp::MemDisp", "McOp::MemSeg"]
-                    .map(String::from),
+                [
+                    "McOp::MemBase",
+                    "McOp::MemScale",
+                    "McOp::MemIndex",
+                    "McOp::MemDisp",
+                    "McOp::MemSeg",
+                ]
+                .map(String::from),
             );
             j += 5;
             continue;
@@ -484,14 +591,22 @@ fn infer(sample: &Sample, op: &McOp) -> String {
     let ins = &sample.ins;
     match op {
         McOp::Reg(name) if name.is_empty() || name == "0" => "McOp::NoReg".into(),
+        McOp::Reg(name) if ins.op_mask() != Register::None && llvm_name(ins.op_mask()) == *name => {
+            "McOp::Mask".into()
+        }
         McOp::Reg(name) => {
             for i in 0..ins.op_count() {
-                if ins.op_kind(i) == OpKind::Register && llvm_name(ins.op_register(i)) == *name
-                {
+                if ins.op_kind(i) == OpKind::Register && llvm_name(ins.op_register(i)) == *name {
                     return format!("McOp::Reg({i})");
                 }
             }
-            format!("McOp::Fixed({})", reg_path(name).unwrap_or_else(|| "Register::None".into()))
+            format!(
+                "McOp::Fixed({})",
+                reg_path(name).unwrap_or_else(|| "Register::None".into())
+            )
+        }
+        McOp::Imm(v) if ins.rounding_control() != RoundingControl::None && *v == ROUNDING_IMM => {
+            "McOp::Rounding".into()
         }
         McOp::Imm(v) => {
             let v = *v;
@@ -538,7 +653,10 @@ fn reg_path(name: &str) -> Option<String> {
 fn build_probe(version: u32) -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let config = format!("/usr/lib/llvm-{version}/bin/llvm-config");
-    let flags = Command::new(&config).arg("--cxxflags").output().expect("llvm-config");
+    let flags = Command::new(&config)
+        .arg("--cxxflags")
+        .output()
+        .expect("llvm-config");
     let flags = String::from_utf8(flags.stdout).unwrap();
     let out = std::env::temp_dir().join(format!("gen-opcode-names-probe{version}"));
     let status = Command::new("clang++-19")
@@ -602,9 +720,15 @@ fn probe_registers(probe: &std::path::Path) -> Vec<(u32, String)> {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let out_path = args.get(1).expect("usage: gen-opcode-names OUT.rs [MC19 MC22]");
-    let mc19 = args.get(2).map_or("/usr/lib/llvm-19/bin/llvm-mc", |s| s.as_str());
-    let mc22 = args.get(3).map_or("/usr/lib/llvm-22/bin/llvm-mc", |s| s.as_str());
+    let out_path = args
+        .get(1)
+        .expect("usage: gen-opcode-names OUT.rs [MC19 MC22]");
+    let mc19 = args
+        .get(2)
+        .map_or("/usr/lib/llvm-19/bin/llvm-mc", |s| s.as_str());
+    let mc22 = args
+        .get(3)
+        .map_or("/usr/lib/llvm-22/bin/llvm-mc", |s| s.as_str());
     let (samples, skipped) = samples();
     let inputs: Vec<&[u8]> = samples.iter().map(|s| &s.bytes[..]).collect();
     let d19 = disassemble(mc19, &inputs);
@@ -650,7 +774,10 @@ fn main() {
     // Every register LLVM has (the probes above miss some, `RIP` among them).
     for (n, name) in probe_registers(&probe22) {
         let known = numbers.insert(name.clone(), i64::from(n));
-        assert!(known.is_none_or(|k| k == i64::from(n)), "{name}: two numbers");
+        assert!(
+            known.is_none_or(|k| k == i64::from(n)),
+            "{name}: two numbers"
+        );
     }
     let names: BTreeMap<i64, String> = numbers.iter().map(|(k, &v)| (v, k.clone())).collect();
     let mut rows = String::new();
@@ -686,9 +813,14 @@ fn main() {
         let ops19 = infer_all(s, &named19);
         if a.name != b.name || mn19 != mn22 || ops != ops19 {
             differ.push(format!(
-                "{:?}{}: 19 {} {:?}, 22 {} {:?}",
+                "{:?}{}{}: 19 {} {:?}, 22 {} {:?}",
                 s.code,
                 if s.mem { " (memory)" } else { "" },
+                if s.variant != 0 {
+                    format!(" (variant {})", s.variant)
+                } else {
+                    String::new()
+                },
                 a.name,
                 mn19,
                 b.name,
@@ -698,10 +830,11 @@ fn main() {
         count += 1;
         writeln!(
             rows,
-            "    Form {{ code: Code::{:?}, mem: {}, name: {:?}, name19: {:?}, mnemonic: {:?}, \
-             mnemonic19: {:?}, ops: &[{}], ops19: &[{}], bytes: &{:?} }},",
+            "    Form {{ code: Code::{:?}, mem: {}, variant: {}, name: {:?}, name19: {:?}, \
+             mnemonic: {:?}, mnemonic19: {:?}, ops: &[{}], ops19: &[{}], bytes: &{:?} }},",
             s.code,
             s.mem,
+            s.variant,
             b.name,
             a.name,
             mn22,
@@ -740,7 +873,7 @@ fn main() {
     writeln!(
         f,
         "\nuse iced_x86::{{Code, Register}};\n\nuse super::{{Form, McOp}};\n\n\
-         /// Every form, sorted by (code, mem).\n\
+         /// Every form, sorted by (code, mem, variant).\n\
          pub(crate) static FORMS: &[Form] = &[\n{rows}];\n\n\
          /// LLVM's numbers of the registers (`X86::RAX` …), as `hashInstOperand` hashes them: the\n\
          /// generator checked that LLVM 19 and 22 number all registers alike.\n\
