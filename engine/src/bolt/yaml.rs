@@ -541,7 +541,7 @@ fn cfg_records(
     let ctx = hash::Context {
         functions,
         objects: &objects,
-        jump_tables: jump_tables,
+        jump_tables,
         relocations: &relocations,
     };
     let records: Vec<yaml::Function> = profiled
@@ -576,7 +576,12 @@ fn cfg_records(
                     (i, f),
                     cfg,
                     l,
-                    (&numbers, entries, use_dfs, bat),
+                    &Naming {
+                        numbers: &numbers,
+                        entries,
+                        use_dfs,
+                        bat,
+                    },
                     sites,
                     &mut record,
                 );
@@ -587,16 +592,31 @@ fn cfg_records(
     (records, found)
 }
 
+/// What [`convert`] needs besides the function: callee numbers, secondary entry points, the
+/// block order, and a BOLTed binary's tables (for call destinations).
+struct Naming<'a> {
+    numbers: &'a [u32],
+    entries: &'a HashMap<u32, Vec<u64>>,
+    use_dfs: bool,
+    bat: Option<&'a BatIndex<'a>>,
+}
+
 /// `YAMLProfileWriter::convert` of one function with a CFG.
 fn convert(
     ctx: &hash::Context,
     (i, f): (u32, &Function),
     cfg: &Cfg,
     l: &Lines,
-    (numbers, entries, use_dfs, bat): (&[u32], &HashMap<u32, Vec<u64>>, bool, Option<&BatIndex>),
+    naming: &Naming,
     sites: &[CallSite],
     record: &mut yaml::Function,
 ) {
+    let Naming {
+        numbers,
+        entries,
+        use_dfs,
+        bat,
+    } = *naming;
     let functions = ctx.functions;
     let mut c = Counted::new(functions, f, cfg);
     let secondary = entries.get(&i).map_or(&[][..], Vec::as_slice);
