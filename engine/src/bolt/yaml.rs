@@ -143,6 +143,11 @@ fn file_lines(fdata: &Fdata) -> HashMap<u32, Lines> {
                 .push((from.offset, to, b));
         }
         if let Some(g) = to.func {
+            // A translated fall-through to offset 0 is an inner branch to perf2bolt, no entry.
+            let mut b = b;
+            if let Some(&n) = fdata.zero_fallthroughs.get(&(from, to)) {
+                b.count = b.count.wrapping_sub(n);
+            }
             by_function
                 .entry(g)
                 .or_default()
@@ -486,7 +491,14 @@ pub fn profile_with_intra(
     };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
-    let (records, _) = cfg_records(fdata, data, &profiled, &lines, options.use_dfs, None);
+    let (records, _) = cfg_records(
+        fdata,
+        data,
+        (&profiled, &profiled),
+        &lines,
+        options.use_dfs,
+        None,
+    );
     // The flags of the functions with a profile and blocks (none: `[  ]`).
     let any = records.iter().any(|r| r.nblocks != 0);
     header.flags = match (any, basic) {
@@ -515,11 +527,13 @@ fn with_intra(mut lines: HashMap<u32, Lines>, intra: Option<&Fdata>) -> HashMap<
 
 /// The records of the `profiled` functions (ascending indices) that BOLT gives a CFG, as
 /// `YAMLProfileWriter::convert` writes them; call destinations through `bat`'s tables when the
-/// binary is BOLTed. Also returns the CFGs found.
+/// binary is BOLTed. `disassembled` (ascending, `profiled` among them): the functions BOLT
+/// disassembles, whose references to one another make secondary entry points. Also returns
+/// the CFGs found.
 fn cfg_records(
     fdata: &Fdata,
     data: &[u8],
-    profiled: &[u32],
+    (profiled, disassembled): (&[u32], &[u32]),
     lines: &HashMap<u32, Lines>,
     use_dfs: bool,
     bat: Option<&BatIndex>,
@@ -527,7 +541,7 @@ fn cfg_records(
     let functions = fdata.functions;
     let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
     let basic = fdata.basic_events.is_some();
-    let found = bodies(functions, profiled);
+    let found = bodies(functions, disassembled);
     let Bodies {
         bodies,
         tables: jump_tables,

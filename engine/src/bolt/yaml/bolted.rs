@@ -104,7 +104,18 @@ pub fn bat_profile(
         intra,
     );
     others.retain(|i| cfg_lines.contains_key(i));
-    let (records, found) = cfg_records(fdata, data, &others, &cfg_lines, false, Some(bat));
+    // perf2bolt disassembles every profiled function, translated or not: a translated one's
+    // jump into another's middle makes a secondary entry there.
+    let mut profiled: Vec<u32> = lines.keys().copied().collect();
+    profiled.sort_unstable();
+    let (records, found) = cfg_records(
+        fdata,
+        data,
+        (&others, &profiled),
+        &cfg_lines,
+        false,
+        Some(bat),
+    );
     profile.functions = records;
     // Only hot fragments carry lines: a cold fragment's count for its parent.
     let mut tabled: Vec<u32> = lines
