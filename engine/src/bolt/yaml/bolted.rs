@@ -14,8 +14,12 @@
 //!   inside the function at a non-zero offset, a call site (offset from the block's start)
 //!   otherwise; lines are taken sorted by (source, target), targets by (known, name, offset),
 //!   names as perf2bolt prints them.
-//!   Entries at a block's input offset add to that block's `exec`. Blocks without a count are
-//!   dropped; `insns` is 0 (the tables do not record it).
+//!   Entries at a block's input offset add to that block's `exec`, but not a translated
+//!   fall-through that ends at offset 0 (an inner branch to perf2bolt, which the line above
+//!   still turns into a call site). Blocks without a count are dropped; `insns` is 0 (the
+//!   tables do not record it).
+//! * Secondary entry points (call discriminators into functions without a table) come from
+//!   disassembling every profiled function, translated or not, as perf2bolt does.
 //! * A basic (no-LBR) profile has no functions at all (perf2bolt 22 converts none).
 //!
 //! The header says `dfs-order: false` whatever `--profile-use-dfs` says, and always names the
