@@ -302,14 +302,8 @@ pub fn write_profile(
         }
         Format::Fdata => write_fdata(binary, profile, basic, path)?,
         Format::Yaml => {
+            // A BOLTed binary's profile is written for its input binary, as perf2bolt does.
             let loaded = LoadedBinary::load(binary)?;
-            if loaded.bat().is_some() {
-                return Err(format!(
-                    "{}: YAML profiles of a BOLTed binary (BAT) are not supported yet",
-                    binary.display()
-                )
-                .into());
-            }
             engine::bolt::loaded::write_yaml(
                 &loaded,
                 profile,

@@ -197,9 +197,6 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     let binary = binary?;
     // A store says itself whether it holds IP samples only.
     let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
-    if (o.yaml || o.save_profile.is_some()) && binary.bat().is_some() {
-        return Err("YAML profiles of a BOLTed binary (BAT) are not supported yet".into());
-    }
     // Pre-aggregated lines with a zero count add no mispredictions to inner branches in
     // perf2bolt's YAML: those branches come from the profile without them.
     let intra = match o.yaml || o.save_profile.is_some() {

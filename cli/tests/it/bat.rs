@@ -420,3 +420,149 @@ fn bat_output_into_a_closed_pipe_ends_quietly() {
             .arg("0x1000"),
     );
 }
+
+/// Runs perf2bolt 22 and us with `--profile-format=yaml` (and `extra`) on the BOLTed binary;
+/// returns (ours, theirs).
+fn bat_yaml_both(bolted: &Path, input: &Path, extra: &[&str], d: &Path) -> (Vec<u8>, Vec<u8>) {
+    let theirs = d.join("ref.yaml");
+    let ours = d.join("ours.yaml");
+    for (mut cmd, out) in [(Command::new(PERF2BOLT_22), &theirs), (profmill(), &ours)] {
+        if cmd.get_program() != PERF2BOLT_22 {
+            cmd.arg("perf2bolt");
+        }
+        run_ok(
+            cmd.arg(bolted)
+                .arg("-p")
+                .arg(input)
+                .arg("-o")
+                .arg(out)
+                .arg("--profile-format=yaml")
+                .args(extra),
+        );
+    }
+    (
+        std::fs::read(&ours).unwrap(),
+        std::fs::read(&theirs).unwrap(),
+    )
+}
+
+fn assert_same_yaml(ours: &[u8], theirs: &[u8], what: &str) {
+    assert!(
+        ours == theirs,
+        "{what}: YAML differs from perf2bolt 22: {}",
+        first_difference(ours, theirs)
+    );
+}
+
+/// YAML profiles of BOLTed binaries (perf2bolt's `writeBATYAML`) equal perf2bolt 22's byte for
+/// byte (its functions come in a fixed order: name order for the translated ones, a
+/// `std::map`), for the three programs (C++ with exceptions among them) BOLTed by LLVM 19 and
+/// 22 with function splitting, so that cold fragments count for their parents: from a
+/// generated LBR capture (perf2bolt and `aggregate --format yaml`, and `-w` beside fdata),
+/// from our pre-aggregated output (`--pa`), through a store aggregated without the binary, and
+/// from a real `perf record -e cpu-clock` capture (`-nl`: perf2bolt 22 writes no function).
+#[test]
+fn bat_yaml_equals_perf2bolt_22() {
+    if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) {
+        return;
+    }
+    let bolts = installed_bolts();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let programs = programs(d);
+    let mut compared = 0;
+    for binary in &programs {
+        let profile = sparse_profile(d, binary);
+        for (v, bolt) in bolts.iter().enumerate() {
+            let name = binary.file_name().unwrap().to_string_lossy();
+            let bolted = d.join(format!("{name}.bolted{v}"));
+            bolt_it(bolt, binary, &profile, &[], &bolted);
+            let what = format!("{} BOLTed by {bolt}", binary.display());
+            let capture = d.join("bolted.data");
+            generate_capture(&capture, &[&bolted], 1, 400, false, 3);
+            let (ours, theirs) = bat_yaml_both(&bolted, &capture, &[], d);
+            assert!(
+                String::from_utf8_lossy(&theirs).contains("nblocks:"),
+                "{what}: perf2bolt wrote no function"
+            );
+            assert_same_yaml(&ours, &theirs, &what);
+            // `-w` beside the fdata, and `aggregate --format yaml`.
+            let saved = d.join("saved.yaml");
+            run_ok(
+                profmill()
+                    .arg("perf2bolt")
+                    .arg(&bolted)
+                    .arg("-p")
+                    .arg(&capture)
+                    .arg("-o")
+                    .arg(d.join("beside.fdata"))
+                    .arg("-w")
+                    .arg(&saved),
+            );
+            assert_same_yaml(&std::fs::read(&saved).unwrap(), &theirs, &what);
+            let aggregated = d.join("aggregated.yaml");
+            run_ok(
+                profmill()
+                    .arg("aggregate")
+                    .arg(&capture)
+                    .arg("-b")
+                    .arg(&bolted)
+                    .args(["--format", "yaml", "-o"])
+                    .arg(&aggregated),
+            );
+            assert_same_yaml(&std::fs::read(&aggregated).unwrap(), &theirs, &what);
+            // Through our pre-aggregated text, and through a store.
+            let preagg = d.join("bolted.preagg");
+            profmill_preagg(&capture, &bolted, "preagg", &preagg);
+            let (ours_pa, theirs_pa) = bat_yaml_both(&bolted, &preagg, &["--pa"], d);
+            assert_same_yaml(&ours_pa, &theirs_pa, &format!("{what} (--pa)"));
+            let store = d.join("bolted.pms");
+            run_ok(
+                profmill()
+                    .arg("aggregate")
+                    .arg(&capture)
+                    .args(["--format", "store", "-o"])
+                    .arg(&store),
+            );
+            let exported = d.join("exported.yaml");
+            run_ok(
+                profmill()
+                    .arg("export")
+                    .arg(&store)
+                    .arg("-b")
+                    .arg(&bolted)
+                    .args(["--format", "yaml", "-o"])
+                    .arg(&exported),
+            );
+            assert_same_yaml(
+                &std::fs::read(&exported).unwrap(),
+                &theirs_pa,
+                &format!("{what} (store)"),
+            );
+            basic_capture_yaml_equals_perf2bolt(d, &bolted, &what);
+            compared += 1;
+        }
+    }
+    assert!(compared > 0);
+}
+
+/// A real `perf record -e cpu-clock` run of a BOLTed binary as YAML with `-nl` (skipped where
+/// perf cannot record).
+fn basic_capture_yaml_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
+    if !have_tool(PERF) {
+        return;
+    }
+    let capture = d.join("basic.data");
+    let recorded = Command::new(PERF)
+        .args(["record", "-q", "-e", "cpu-clock", "-c", "5000", "-o"])
+        .arg(&capture)
+        .arg(bolted)
+        .output()
+        .unwrap();
+    if !recorded.status.success() {
+        tool_missing("perf record -e cpu-clock (not permitted here)");
+        return;
+    }
+    let (ours, theirs) = bat_yaml_both(bolted, &capture, &["-nl"], d);
+    assert_same_yaml(&ours, &theirs, &format!("{what} (-nl)"));
+}

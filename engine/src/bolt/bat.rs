@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSection};
 
-use formats::bolt::bat::{self, Bat, BatError, Entry};
+use formats::bolt::bat::{self, Bat, BatError, ColdFragment, Entry, HotFragment};
 
 use crate::error::{Error, Result};
 
@@ -94,6 +94,37 @@ impl Translation {
             .binary_search_by_key(&address, |f| f.0)
             .ok()?;
         Some(self.fragment_at(i))
+    }
+
+    /// The hot fragment (a function's table) that starts at `address`.
+    pub fn hot_fragment(&self, address: u64) -> Option<&HotFragment> {
+        let i = self
+            .fragments
+            .binary_search_by_key(&address, |f| f.0)
+            .ok()?;
+        let (_, index, cold) = self.fragments[i];
+        (!cold).then(|| &self.tables.hot[index])
+    }
+
+    /// The cold fragments of the hot fragment at `address`, in table (address) order.
+    pub fn cold_fragments_of(&self, address: u64) -> impl Iterator<Item = &ColdFragment> {
+        let hot = self.tables.hot.iter().position(|h| h.address == address);
+        self.tables
+            .cold
+            .iter()
+            .filter(move |c| hot.is_some_and(|h| c.hot_index == h as u64))
+    }
+
+    /// `getSecondaryEntryPointId`: the rank (from 1) of `input_offset` among the secondary
+    /// entry points of the function whose hot fragment is at `hot`, or 0.
+    pub fn secondary_entry_id(&self, hot: u64, input_offset: u32) -> u32 {
+        self.hot_fragment(hot)
+            .and_then(|h| {
+                h.secondary_entry_points
+                    .iter()
+                    .position(|&o| o == input_offset)
+            })
+            .map_or(0, |rank| rank as u32 + 1)
     }
 
     /// The fragment with the greatest address not above `address` (which may still lie past

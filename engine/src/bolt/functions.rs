@@ -49,6 +49,9 @@ pub struct Function {
     /// Offsets of the secondary entry points that symbols inside the function mark (BOLT's
     /// `adjustFunctionBoundaries`), ascending.
     pub entries: Vec<u64>,
+    /// Made from an FDE that no symbol marks (`__BOLT_FDE_FUNCat…`): BOLT creates these after
+    /// the PLT's, so they are numbered last.
+    pub from_fde: bool,
 }
 
 impl Function {
@@ -129,7 +132,21 @@ impl Functions {
         functions.extend(plt);
         functions.sort_by_key(|f| f.address);
         functions.dedup_by_key(|f| f.address);
-        let fdes = fde_functions(&super::eh::fde_ranges(&file), &functions, &code);
+        let fde_ranges = super::eh::fde_ranges(&file);
+        // A symbol at an FDE's start takes the larger of the two sizes (`discoverFileObjects`;
+        // a section symbol has size 0).
+        for &(start, len) in &fde_ranges {
+            if let Ok(i) = functions.binary_search_by_key(&start, |f| f.address) {
+                functions[i].size = functions[i].size.max(len);
+            }
+        }
+        let mut marked: Vec<u64> = file
+            .symbols()
+            .filter(|s| !s.is_undefined() && s.kind() != SymbolKind::File)
+            .map(|s| s.address())
+            .collect();
+        marked.sort_unstable();
+        let fdes = fde_functions(&fde_ranges, &functions, &code, &marked);
         functions.extend(fdes);
         functions.sort_by_key(|f| f.address);
         add_symbol_entries(&file, &mut functions, &code);
@@ -268,10 +285,11 @@ fn untyped_code_symbols(file: &object::File, code: &[(u64, u64, String, Vec<u8>)
     out
 }
 
-/// BOLT numbers functions as it creates them, from 1: those of symbols (and FDEs) in address
-/// order, untyped code symbols among them (`untyped`, see [`untyped_code_symbols`]), then the
-/// PLT entries, each PLT section's entries before its header's pseudo function (`plt_order`, as
-/// [`plt_functions`] lists them).
+/// BOLT numbers functions as it creates them, from 1: those of symbols in address order,
+/// untyped code symbols among them (`untyped`, see [`untyped_code_symbols`]), then the PLT
+/// entries, each PLT section's entries before its header's pseudo function (`plt_order`, as
+/// [`plt_functions`] lists them), then the functions of FDEs without a symbol, in address order
+/// (`discoverFileObjects` looks for those after `disassemblePLT`).
 fn creation_numbers(functions: &[Function], plt_order: &[u64], untyped: &[u64]) -> Vec<u32> {
     let mut numbers = vec![0u32; functions.len()];
     let mut next = 1u32;
@@ -280,7 +298,7 @@ fn creation_numbers(functions: &[Function], plt_order: &[u64], untyped: &[u64]) 
         .filter(|&&a| functions.binary_search_by_key(&a, |f| f.address).is_err())
         .peekable();
     for (i, f) in functions.iter().enumerate() {
-        if !f.is_plt {
+        if !f.is_plt && !f.from_fde {
             while extra.next_if(|&&a| a < f.address).is_some() {
                 next += 1;
             }
@@ -295,6 +313,12 @@ fn creation_numbers(functions: &[Function], plt_order: &[u64], untyped: &[u64]) 
                 numbers[i] = next;
                 next += 1;
             }
+        }
+    }
+    for (i, f) in functions.iter().enumerate() {
+        if f.from_fde {
+            numbers[i] = next;
+            next += 1;
         }
     }
     numbers
@@ -319,15 +343,28 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
             file_of.insert(s.index(), f.clone());
         }
     }
-    let mut symbols: Vec<_> = file
+    // BOLT also walks section symbols, named after their sections, and makes a function of
+    // one in code that no function symbol marks (a BOLTed binary's `.bolt.org.text/1`, the
+    // old code's start): the PLT's excepted, which `disassemblePLT` handles.
+    let section_name = |s: &object::Symbol| {
+        let index = s.section_index()?;
+        let name = file.section_by_index(index).ok()?.name().ok()?.to_owned();
+        let plt = PLT_SECTIONS.iter().any(|(p, _)| *p == name);
+        (!plt && !name.is_empty()).then_some(name)
+    };
+    let mut symbols: Vec<(object::Symbol, Option<String>)> = file
         .symbols()
-        .filter(|s| {
-            !s.is_undefined()
-                && !matches!(s.kind(), SymbolKind::File | SymbolKind::Section)
-                && s.name().is_ok_and(|n| !n.is_empty())
+        .filter(|s| !s.is_undefined() && s.kind() != SymbolKind::File)
+        .filter_map(|s| {
+            if s.kind() == SymbolKind::Section {
+                let name = section_name(&s)?;
+                return Some((s, Some(name)));
+            }
+            s.name().is_ok_and(|n| !n.is_empty()).then_some((s, None))
         })
         .collect();
-    symbols.sort_by_key(|s| s.address());
+    // At one address, section symbols come last (BOLT's `CompareSymbols`).
+    symbols.sort_by_key(|(s, section)| (s.address(), section.is_some()));
     let parents = fragment_parents(file);
     // BOLT's `NameResolver`: one counter per name, alternative names included.
     let mut counts: HashMap<String, u32> = HashMap::new();
@@ -337,7 +374,28 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
         format!("{name}/{n}")
     };
     let mut functions: Vec<Function> = Vec::new();
-    for sym in symbols {
+    for (sym, section) in symbols {
+        if let Some(section) = section {
+            let unique = uniquify(section);
+            let covered = functions
+                .last()
+                .is_some_and(|f| f.address == sym.address() || f.contains(sym.address()));
+            if in_code(sym.address()) && !covered {
+                functions.push(Function {
+                    address: sym.address(),
+                    size: sym.size(),
+                    max_end: 0,
+                    name: unique,
+                    file_name: None,
+                    is_plt: false,
+                    landing_pads: Vec::new(),
+                    split: false,
+                    entries: Vec::new(),
+                    from_fde: false,
+                });
+            }
+            continue;
+        }
         let name = sym.name().unwrap_or_default();
         let (unique, file_name) = if sym.is_global() || sym.is_weak() {
             (name.to_owned(), None)
@@ -367,6 +425,7 @@ fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -
                 landing_pads: Vec::new(),
                 split,
                 entries: Vec::new(),
+                from_fde: false,
             }),
         }
     }
@@ -474,10 +533,15 @@ fn local_parent_in_file<T>(
 /// BOLT's "functions marked by FDE" (after the symbols and the PLT): an FDE starting neither
 /// at nor inside (by symbol size) a known function becomes `__BOLT_FDE_FUNCat<hex start>`,
 /// as long as its FDE says; in a stripped binary these are all the functions there are.
+/// Where an untyped symbol marks the FDE's start (`__bn_postx4x_internal` in OpenSSL's
+/// assembly), BOLT made the function from that symbol, in address order with the others; only
+/// those of no symbol are numbered after the PLT ([`Function::from_fde`]). `marked`: the
+/// symbols' addresses, ascending.
 fn fde_functions(
     fdes: &[(u64, u64)],
     known: &[Function],
     code: &[(u64, u64, String, Vec<u8>)],
+    marked: &[u64],
 ) -> Vec<Function> {
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
     // `known` is sorted by address; FDE functions are kept sorted in a map as they come.
@@ -505,6 +569,7 @@ fn fde_functions(
             landing_pads: Vec::new(),
             split: false,
             entries: Vec::new(),
+            from_fde: marked.binary_search(&start).is_err(),
         });
     }
     out
@@ -593,6 +658,7 @@ fn plt_functions(
                     landing_pads: Vec::new(),
                     split: false,
                     entries: Vec::new(),
+                    from_fde: false,
                 });
             }
             off += entry;
@@ -609,6 +675,7 @@ fn plt_functions(
                 landing_pads: Vec::new(),
                 split: false,
                 entries: Vec::new(),
+                from_fde: false,
             });
         }
     }

@@ -89,15 +89,43 @@ pub fn write_yaml_with_intra(
 ) -> Result<FdataReport> {
     let started = Instant::now();
     let functions = &loaded.functions;
-    let fdata = symbolize_as(profile, functions, basic, None, dialect);
-    let intra = intra.map(|p| symbolize_as(p, functions, basic, None, dialect));
     let options = crate::bolt::yaml::Options {
         binary_name: loaded.path.to_string_lossy().into_owned(),
         build_id: build_id_hex(&loaded.data),
         use_dfs,
     };
-    let yaml =
-        crate::bolt::yaml::profile_with_intra(&fdata, intra.as_ref(), &loaded.data, &options);
+    let (yaml, traces, out_of_range_samples) = match &loaded.bat {
+        // A BOLTed binary's profile is the input binary's (perf2bolt 22's `writeBATYAML`);
+        // perf2bolt has no LLVM 19 dialect for it.
+        Some(t) => {
+            let bat = BatIndex::new(t, functions);
+            let fdata = symbolize_bolted(profile, functions, basic, Some(&bat));
+            let intra = intra.map(|p| symbolize_bolted(p, functions, basic, Some(&bat)));
+            let yaml = crate::bolt::yaml::bat_profile(
+                &fdata,
+                intra.as_ref(),
+                &loaded.data,
+                &bat,
+                &options,
+            )
+            .map_err(|e| crate::error::Error::Binary {
+                path: loaded.path.clone(),
+                message: e.to_string(),
+            })?;
+            (yaml, fdata.stats, fdata.out_of_range_samples)
+        }
+        None => {
+            let fdata = symbolize_as(profile, functions, basic, None, dialect);
+            let intra = intra.map(|p| symbolize_as(p, functions, basic, None, dialect));
+            let yaml = crate::bolt::yaml::profile_with_intra(
+                &fdata,
+                intra.as_ref(),
+                &loaded.data,
+                &options,
+            );
+            (yaml, fdata.stats, fdata.out_of_range_samples)
+        }
+    };
     let symbolize_seconds = started.elapsed().as_secs_f64();
     write_atomically(path, |out| {
         out.write_all(formats::bolt::yaml::write(&yaml).as_bytes())
@@ -106,8 +134,8 @@ pub fn write_yaml_with_intra(
         load_seconds: loaded.seconds,
         symbolize_seconds,
         write_seconds: started.elapsed().as_secs_f64() - symbolize_seconds,
-        traces: fdata.stats,
-        out_of_range_samples: fdata.out_of_range_samples,
+        traces,
+        out_of_range_samples,
     })
 }
 

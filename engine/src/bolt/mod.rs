@@ -136,6 +136,10 @@ pub struct Fdata<'f> {
     pub stats: TraceStats,
     /// Basic samples outside every function.
     pub out_of_range_samples: u64,
+    /// Fall-through steps of translated functions that end at input offset 0, by key: such a
+    /// line reads like a recursive call in fdata, but perf2bolt recorded it as an inner
+    /// branch, which enters nothing (BAT YAML counts no entry for it).
+    zero_fallthroughs: HashMap<(Loc, Loc), u64>,
 }
 
 /// The branch and fall-through counts of one chunk of traces, summed in a table.
@@ -145,6 +149,7 @@ struct ChunkWalk<'f> {
     dialect: Dialect,
     branches: HashMap<(Loc, Loc), Branch>,
     stats: TraceStats,
+    zero_fallthroughs: HashMap<(Loc, Loc), u64>,
 }
 
 /// A BOLTed binary's translation tables and, for each function that is a cold fragment in
@@ -237,7 +242,8 @@ pub fn symbolize_as<'f>(
         traces.par_sort_unstable_by_key(by_start);
         std::borrow::Cow::Owned(traces)
     };
-    let parts: Vec<(Vec<CountedLine>, TraceStats)> = traces
+    type ChunkCounts = (Vec<CountedLine>, TraceStats, HashMap<(Loc, Loc), u64>);
+    let parts: Vec<ChunkCounts> = traces
         .par_chunks(TRACES_PER_CHUNK)
         .map(|chunk| {
             let mut walk = ChunkWalk {
@@ -246,14 +252,23 @@ pub fn symbolize_as<'f>(
                 dialect,
                 branches: HashMap::new(),
                 stats: TraceStats::default(),
+                zero_fallthroughs: HashMap::new(),
             };
             walk.add_traces(&bodies, &returns, chunk);
-            (walk.branches.into_iter().collect(), walk.stats)
+            (
+                walk.branches.into_iter().collect(),
+                walk.stats,
+                walk.zero_fallthroughs,
+            )
         })
         .collect();
-    for (lines, stats) in parts {
+    for (lines, stats, zero) in parts {
         fdata.parts.push(lines);
         fdata.stats.add(stats);
+        for (key, count) in zero {
+            let n = fdata.zero_fallthroughs.entry(key).or_default();
+            *n = n.wrapping_add(count);
+        }
     }
     fdata
 }
@@ -271,6 +286,7 @@ impl<'f> Fdata<'f> {
             basic_events,
             stats: TraceStats::default(),
             out_of_range_samples: 0,
+            zero_fallthroughs: HashMap::new(),
         }
     }
 }
@@ -571,6 +587,10 @@ impl ChunkWalk<'_> {
                 };
                 let b = self.branches.entry((at(a), at(c))).or_default();
                 b.count = b.count.wrapping_add(count);
+                if c == 0 {
+                    let n = self.zero_fallthroughs.entry((at(a), at(c))).or_default();
+                    *n = n.wrapping_add(count);
+                }
             }
             return;
         }

@@ -22,6 +22,10 @@
 //! Not modelled: secondary entry points, and the landing pads of `--profile-use-dfs` order
 //! (BOLT pushes a block's landing pads before its successors).
 
+mod bolted;
+
+pub use bolted::{bat_profile, TableError};
+
 use std::collections::BTreeSet;
 
 use hashbrown::HashMap;
@@ -36,7 +40,7 @@ use super::functions::{Function, Functions};
 use super::hash;
 use super::memory::DataObjects;
 use super::x86::Llvm;
-use super::{Branch, Fdata, Loc};
+use super::{BatIndex, Branch, Fdata, Loc};
 
 /// What the header says and how blocks are ordered.
 #[derive(Clone, Debug, Default)]
@@ -92,7 +96,7 @@ struct Counted<'c> {
 }
 
 /// The lines of one function, split as BOLT files them.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Lines {
     /// Branches and fall-throughs inside the function (not to offset 0).
     intra: Vec<(u64, u64, Branch)>,
@@ -139,6 +143,11 @@ fn file_lines(fdata: &Fdata) -> HashMap<u32, Lines> {
                 .push((from.offset, to, b));
         }
         if let Some(g) = to.func {
+            // A translated fall-through to offset 0 is an inner branch to perf2bolt, no entry.
+            let mut b = b;
+            if let Some(&n) = fdata.zero_fallthroughs.get(&(from, to)) {
+                b.count = b.count.wrapping_sub(n);
+            }
             by_function
                 .entry(g)
                 .or_default()
@@ -451,8 +460,6 @@ pub fn profile_with_intra(
     data: &[u8],
     options: &Options,
 ) -> yaml::Profile {
-    let functions = fdata.functions;
-    let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
     let mut header = yaml::Header {
         binary_name: options.binary_name.clone(),
         build_id: Some(
@@ -480,23 +487,66 @@ pub fn profile_with_intra(
             .map(|&(f, _)| (f, Lines::default()))
             .collect()
     } else {
-        let mut lines = file_lines(fdata);
-        if let Some(intra) = intra {
-            let mut inner = file_lines(intra);
-            for (f, l) in lines.iter_mut() {
-                l.intra = inner.remove(f).map(|l| l.intra).unwrap_or_default();
-            }
-            lines.retain(|_, l| !(l.intra.is_empty() && l.out.is_empty() && l.entries.is_empty()));
-        }
-        lines
+        with_intra(file_lines(fdata), intra)
     };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
+    let (records, _) = cfg_records(
+        fdata,
+        data,
+        (&profiled, &profiled),
+        &lines,
+        options.use_dfs,
+        None,
+    );
+    // The flags of the functions with a profile and blocks (none: `[  ]`).
+    let any = records.iter().any(|r| r.nblocks != 0);
+    header.flags = match (any, basic) {
+        (false, _) => vec![],
+        (true, true) => vec!["sample"],
+        (true, false) => vec!["lbr"],
+    };
+    yaml::Profile {
+        header,
+        functions: records,
+    }
+}
+
+/// `lines` with each function's inner branches taken from `intra` when given (see
+/// [`profile_with_intra`]).
+fn with_intra(mut lines: HashMap<u32, Lines>, intra: Option<&Fdata>) -> HashMap<u32, Lines> {
+    if let Some(intra) = intra {
+        let mut inner = file_lines(intra);
+        for (f, l) in lines.iter_mut() {
+            l.intra = inner.remove(f).map(|l| l.intra).unwrap_or_default();
+        }
+        lines.retain(|_, l| !(l.intra.is_empty() && l.out.is_empty() && l.entries.is_empty()));
+    }
+    lines
+}
+
+/// The records of the `profiled` functions (ascending indices) that BOLT gives a CFG, as
+/// `YAMLProfileWriter::convert` writes them; call destinations through `bat`'s tables when the
+/// binary is BOLTed. `disassembled` (ascending, `profiled` among them): the functions BOLT
+/// disassembles, whose references to one another make secondary entry points. Also returns
+/// the CFGs found.
+fn cfg_records(
+    fdata: &Fdata,
+    data: &[u8],
+    (profiled, disassembled): (&[u32], &[u32]),
+    lines: &HashMap<u32, Lines>,
+    use_dfs: bool,
+    bat: Option<&BatIndex>,
+) -> (Vec<yaml::Function>, Bodies) {
+    let functions = fdata.functions;
+    let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
+    let basic = fdata.basic_events.is_some();
+    let found = bodies(functions, disassembled);
     let Bodies {
         bodies,
         tables: jump_tables,
         entries,
-    } = bodies(functions, &profiled);
+    } = &found;
     let objects = DataObjects::from_elf(data, functions);
     let relocations = hash::relocations(data);
     let call_sites = object::File::parse(data)
@@ -505,7 +555,7 @@ pub fn profile_with_intra(
     let ctx = hash::Context {
         functions,
         objects: &objects,
-        jump_tables: &jump_tables,
+        jump_tables,
         relocations: &relocations,
     };
     let records: Vec<yaml::Function> = profiled
@@ -526,7 +576,7 @@ pub fn profile_with_intra(
             if let Some(Body::Cfg(cfg)) = bodies.get(&i).filter(|_| basic) {
                 record.nblocks = cfg.blocks.len() as u32;
                 record.hash = hash::hashes(&ctx, f, cfg, Llvm::V22).map_or(0, |h| h.function);
-                if options.use_dfs {
+                if use_dfs {
                     let c = Counted::new(functions, f, cfg);
                     let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
                     let order = dfs_order(&c, &block_landing_pads(&c, f, sites));
@@ -540,7 +590,12 @@ pub fn profile_with_intra(
                     (i, f),
                     cfg,
                     l,
-                    (&numbers, &entries, options.use_dfs),
+                    &Naming {
+                        numbers: &numbers,
+                        entries,
+                        use_dfs,
+                        bat,
+                    },
                     sites,
                     &mut record,
                 );
@@ -548,17 +603,16 @@ pub fn profile_with_intra(
             record
         })
         .collect();
-    // The flags of the functions with a profile and blocks (none: `[  ]`).
-    let any = records.iter().any(|r| r.nblocks != 0);
-    header.flags = match (any, basic) {
-        (false, _) => vec![],
-        (true, true) => vec!["sample"],
-        (true, false) => vec!["lbr"],
-    };
-    yaml::Profile {
-        header,
-        functions: records,
-    }
+    (records, found)
+}
+
+/// What [`convert`] needs besides the function: callee numbers, secondary entry points, the
+/// block order, and a BOLTed binary's tables (for call destinations).
+struct Naming<'a> {
+    numbers: &'a [u32],
+    entries: &'a HashMap<u32, Vec<u64>>,
+    use_dfs: bool,
+    bat: Option<&'a BatIndex<'a>>,
 }
 
 /// `YAMLProfileWriter::convert` of one function with a CFG.
@@ -567,10 +621,16 @@ fn convert(
     (i, f): (u32, &Function),
     cfg: &Cfg,
     l: &Lines,
-    (numbers, entries, use_dfs): (&[u32], &HashMap<u32, Vec<u64>>, bool),
+    naming: &Naming,
     sites: &[CallSite],
     record: &mut yaml::Function,
 ) {
+    let Naming {
+        numbers,
+        entries,
+        use_dfs,
+        bat,
+    } = *naming;
     let functions = ctx.functions;
     let mut c = Counted::new(functions, f, cfg);
     let secondary = entries.get(&i).map_or(&[][..], Vec::as_slice);
@@ -640,6 +700,13 @@ fn convert(
         let Some(g) = functions.index_containing(target) else {
             return (0, 0);
         };
+        if let Some(b) = bat {
+            let output_offset = (target - functions.get(g).address) as u32;
+            if let Some(found) = bolted::bat_destination(functions, b, numbers, g, output_offset, 0)
+            {
+                return found;
+            }
+        }
         let offset = target - functions.get(g).address;
         if offset == 0 {
             return (numbers[g], 0);

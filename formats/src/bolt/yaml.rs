@@ -261,10 +261,9 @@ pub fn write_wrapped(p: &Profile, wrap_column: usize) -> String {
         for b in &f.blocks {
             key(&mut o, 8, true, "bid");
             writeln!(o, "{}", b.bid).unwrap();
-            if b.insns != 0 {
-                key(&mut o, 8, false, "insns");
-                writeln!(o, "{}", b.insns).unwrap();
-            }
+            // `mapRequired`: written even when 0 (BAT profiles do not know it).
+            key(&mut o, 8, false, "insns");
+            writeln!(o, "{}", b.insns).unwrap();
             if b.hash != 0 {
                 key(&mut o, 8, false, "hash");
                 writeln!(o, "0x{:X}", b.hash).unwrap();
@@ -746,6 +745,7 @@ functions:
         hash:            0x6D424DF2CA004B
         calls:           [ { off: 0x6, fid: 16, cnt: 56 }, { off: 0xE, fid: 22, cnt: 76 } ]
       - bid:             6
+        insns:           0
         hash:            0xDD8F55F2CA00F0
 ...
 ";
