@@ -292,7 +292,7 @@ impl<'f> Fdata<'f> {
 }
 
 /// CFGs of every function the profile touches (but those whose fall-throughs a BOLTed binary's
-/// translation tables give). Those are what BOLT's lite mode disassembles (functions holding a
+/// translation tables give). The functions it touches are what BOLT's lite mode disassembles (functions holding a
 /// branch's source or target), and their references to one another decide the secondary entry
 /// points (see [`entry_points`]).
 fn analyse_touched(
@@ -313,7 +313,9 @@ fn analyse_touched(
         .collect();
     starts.par_sort_unstable();
     starts.dedup();
-    // Functions holding any branch's source or target, whose references count too.
+    // Functions holding any branch's source or target, whose references count too, translated
+    // or not: perf2bolt disassembles a translated function as well, and its jump into another
+    // function's middle makes a secondary entry there (OpenSSL's assembly in a BOLTed binary).
     let mut touched: Vec<u32> = profile
         .traces
         .par_iter()
@@ -324,7 +326,6 @@ fn analyse_touched(
                 .flatten()
                 .filter_map(|a| functions.index_containing(a))
         })
-        .filter(|&i| !translated(i))
         .map(|i| i as u32)
         .collect();
     touched.par_sort_unstable();
