@@ -97,6 +97,44 @@ pub(crate) struct Form {
     pub bytes: &'static [u8],
 }
 
+/// A row of the generated table, LLVM 19's name, mnemonic and operands given only where they
+/// differ from LLVM 22's (rarely: the table stays small).
+#[allow(clippy::too_many_arguments)]
+pub(crate) const fn row(
+    code: Code,
+    mem: bool,
+    variant: u8,
+    name: &'static str,
+    name19: Option<&'static str>,
+    mnemonic: &'static str,
+    mnemonic19: Option<&'static str>,
+    ops: &'static [McOp],
+    ops19: Option<&'static [McOp]>,
+    bytes: &'static [u8],
+) -> Form {
+    Form {
+        code,
+        mem,
+        variant,
+        name,
+        name19: match name19 {
+            Some(n) => n,
+            None => name,
+        },
+        mnemonic,
+        mnemonic19: match mnemonic19 {
+            Some(m) => m,
+            None => mnemonic,
+        },
+        ops,
+        ops19: match ops19 {
+            Some(o) => o,
+            None => ops,
+        },
+        bytes,
+    }
+}
+
 impl Form {
     /// The opcode name, operands and mnemonic of LLVM `v`.
     pub(crate) fn of(&self, v: Llvm) -> (&'static str, &'static [McOp], &'static str) {

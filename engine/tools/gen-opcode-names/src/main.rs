@@ -828,19 +828,31 @@ fn main() {
             ));
         }
         count += 1;
+        // Positional, and LLVM 19's columns only where they differ: the table stays small.
+        let same = |x: &str, y: &str| {
+            if x == y {
+                "None".to_string()
+            } else {
+                format!("Some({y:?})")
+            }
+        };
+        let ops = ops.join(", ").replace("McOp::", "");
+        let ops19 = ops19.join(", ").replace("McOp::", "");
+        let ops19 = if ops19 == ops {
+            "None".to_string()
+        } else {
+            format!("Some(&[{ops19}])")
+        };
         writeln!(
             rows,
-            "    Form {{ code: Code::{:?}, mem: {}, variant: {}, name: {:?}, name19: {:?}, \
-             mnemonic: {:?}, mnemonic19: {:?}, ops: &[{}], ops19: &[{}], bytes: &{:?} }},",
+            "    f(Code::{:?}, {}, {}, {:?}, {}, {:?}, {}, &[{ops}], {ops19}, &{:?}),",
             s.code,
             s.mem,
             s.variant,
             b.name,
-            a.name,
+            same(&b.name, &a.name),
             mn22,
-            mn19,
-            ops.join(", "),
-            ops19.join(", "),
+            same(&mn22, &mn19),
             s.bytes
         )
         .unwrap();
@@ -872,8 +884,9 @@ fn main() {
     }
     writeln!(
         f,
-        "\nuse iced_x86::{{Code, Register}};\n\nuse super::{{Form, McOp}};\n\n\
-         /// Every form, sorted by (code, mem, variant).\n\
+        "\nuse iced_x86::{{Code, Register}};\n\nuse super::McOp::*;\nuse super::{{row as f, Form}};\n\n\
+         /// Every form, sorted by (code, mem, variant): code, mem, variant, LLVM 22's name, LLVM\n\
+         /// 19's if it differs, the two mnemonics alike, the two operand lists alike, bytes.\n\
          pub(crate) static FORMS: &[Form] = &[\n{rows}];\n\n\
          /// LLVM's numbers of the registers (`X86::RAX` …), as `hashInstOperand` hashes them: the\n\
          /// generator checked that LLVM 19 and 22 number all registers alike.\n\
