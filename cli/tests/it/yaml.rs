@@ -321,8 +321,10 @@ fn basic_cpu_clock_yaml_equals_perf2bolt_22() {
             "{}.cpu.data",
             binary.file_name().unwrap().to_string_lossy()
         ));
+        // A sample every 20 µs: at perf's default rate a short run may leave no sample in
+        // the binary, and perf2bolt then refuses the capture (seen once in CI).
         let recorded = Command::new(PERF)
-            .args(["record", "-q", "-e", "cpu-clock", "-o"])
+            .args(["record", "-q", "-e", "cpu-clock", "-c", "20000", "-o"])
             .arg(&capture)
             .arg(binary)
             .arg("x")
