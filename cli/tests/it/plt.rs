@@ -338,38 +338,21 @@ fn stripped_distribution_zlib_matches_perf2bolt() {
     }
 }
 
-/// A remaining difference, on Debian's (stripped, `-fcf-protection`) libstdc++: perf2bolt
-/// writes a few fall-through lines we do not, all inside FDE functions that hold a landing
-/// pad (the fall-through from a call to its continuation, or inside the pad). Everything else
-/// (names of PLT stubs, FDE functions, every branch) is equal; this test pins the difference
-/// to that shape and size until it is modelled. (perf2bolt 19 is not compared: it writes
-/// hundreds fewer fall-through lines than perf2bolt 22 in this library's FDE functions.)
+/// Debian's libstdc++ (stripped, `-fcf-protection`), which we did not build: equal to
+/// perf2bolt 22. Its `.cold` parts are functions of their own there (FDEs without symbols);
+/// one that is never sampled is not disassembled in lite mode, but BOLT still scans it for
+/// references (`scanExternalRefs`), and its jump back into its parent's body makes a
+/// secondary entry point there, which splits a block after a call: the fall-through from the
+/// call to its continuation then appears in the profile. (perf2bolt 19 is not compared: it
+/// writes hundreds fewer fall-through lines than perf2bolt 22 in this library's FDE
+/// functions.)
 #[test]
-fn stripped_distribution_libstdcxx_differs_only_in_a_few_fall_throughs() {
+fn stripped_distribution_libstdcxx_matches_perf2bolt_22() {
     if !have_tool(PERF2BOLT_22) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let lib = Path::new("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
     let (ours, references) = stripped_library_fdata(dir.path(), lib);
-    let ours_set: BTreeSet<&String> = ours.iter().collect();
-    for reference in &references[..1] {
-        let theirs: BTreeSet<&String> = reference.iter().collect();
-        let only_ours: Vec<_> = ours_set.difference(&theirs).collect();
-        assert!(only_ours.is_empty(), "lines only we write: {only_ours:?}");
-        let only_theirs: Vec<&&String> = theirs.difference(&ours_set).collect();
-        for line in &only_theirs {
-            let f: Vec<&str> = line.split(' ').collect();
-            assert!(
-                f.len() == 8 && f[1] == f[4] && f[6] == "0" && f[1].starts_with("__BOLT_FDE"),
-                "not a fall-through inside an FDE function: {line}"
-            );
-        }
-        assert!(
-            only_theirs.len() * 1000 < reference.len(),
-            "{} of {} lines missing",
-            only_theirs.len(),
-            reference.len()
-        );
-    }
+    assert_same_lines(&ours, &references[0], "libstdc++.so.6");
 }

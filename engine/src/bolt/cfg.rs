@@ -370,6 +370,40 @@ fn find_references(
     }
 }
 
+/// BOLT's `scanExternalRefs` of a function it does not disassemble (lite mode skips the
+/// functions without profile): the target of every direct branch or call and of every
+/// RIP-relative operand outside the function, up to the first instruction that does not
+/// decode. BOLT makes each one that lands inside another function, at a non-zero offset, a
+/// secondary entry point of that function, whether or not an instruction starts there.
+pub(crate) fn external_references(functions: &Functions, f: &Function, mut found: impl FnMut(u64)) {
+    if f.is_plt {
+        return;
+    }
+    let code = functions.function_code(f);
+    let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
+    let mut ins = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut ins);
+        if ins.is_invalid() {
+            break;
+        }
+        let target = if ins.is_ip_rel_memory_operand() {
+            ins.ip_rel_memory_address()
+        } else if matches!(
+            ins.flow_control(),
+            FlowControl::ConditionalBranch | FlowControl::UnconditionalBranch | FlowControl::Call
+        ) && is_near_branch(&ins)
+        {
+            ins.near_branch_target()
+        } else {
+            continue;
+        };
+        if !f.contains(target) {
+            found(target);
+        }
+    }
+}
+
 /// `X86MCPlusBuilder::isUnsupportedInstruction`: the short-displacement branches BOLT gives up
 /// on.
 fn is_unsupported(ins: &Instruction) -> bool {

@@ -292,9 +292,10 @@ impl<'f> Fdata<'f> {
 }
 
 /// CFGs of every function the profile touches (but those whose fall-throughs a BOLTed binary's
-/// translation tables give). The functions it touches are what BOLT's lite mode disassembles (functions holding a
-/// branch's source or target), and their references to one another decide the secondary entry
-/// points (see [`entry_points`]).
+/// translation tables give). The functions it touches are what BOLT's lite mode disassembles
+/// (functions holding a branch's source or target); their references to one another, and
+/// those of the other functions into them (which BOLT scans without disassembling them), decide
+/// the secondary entry points (see [`entry_points`] and [`scanned_references`]).
 fn analyse_touched(
     profile: &BinaryProfile,
     functions: &Functions,
@@ -331,10 +332,15 @@ fn analyse_touched(
     touched.par_sort_unstable();
     touched.dedup();
     let mut phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = touched
-        .into_par_iter()
+        .par_iter()
+        .copied()
         .map(|i| (i, cfg::disassemble(functions, functions.get(i as usize))))
         .collect();
-    let EntryPoints { entries, ignored } = entry_points(functions, &phase_one);
+    let scanned = match bat {
+        None => scanned_references(functions, &touched),
+        Some(_) => Vec::new(),
+    };
+    let EntryPoints { entries, ignored } = entry_points(functions, &phase_one, &scanned);
     for (i, d) in phase_one.iter_mut() {
         if let (Some(why), true) = (ignored.get(i), d.is_ok()) {
             *d = Err(Body::NoCfg(why.clone()));
@@ -364,6 +370,32 @@ fn analyse_touched(
         .collect()
 }
 
+/// The references of the functions perf2bolt does not disassemble (all but the `touched`
+/// ones, in lite mode) into the body of a touched function, as (function, offset): BOLT scans
+/// those functions (`scanExternalRefs`) and each such reference makes a secondary entry point.
+/// A stripped library's `.cold` parts, which are functions of their own there, jump back into
+/// their parents that way.
+fn scanned_references(functions: &Functions, touched: &[u32]) -> Vec<(u32, u64)> {
+    (0..functions.len() as u32)
+        .into_par_iter()
+        .filter(|i| touched.binary_search(i).is_err())
+        .flat_map_iter(|i| {
+            let mut found = Vec::new();
+            cfg::external_references(functions, functions.get(i as usize), |target| {
+                let Some(t) = functions.index_containing(target) else {
+                    return;
+                };
+                let f = functions.get(t);
+                let t = t as u32;
+                if f.contains(target) && target != f.address && touched.binary_search(&t).is_ok() {
+                    found.push((t, target - f.address));
+                }
+            });
+            found
+        })
+        .collect()
+}
+
 /// The secondary entry points of the disassembled functions (offsets, ascending) and the
 /// functions BOLT ignores, with why, as `disassembleFunctions` and
 /// `processInterproceduralReferences` decide them: a function's symbols and its own escaping
@@ -376,6 +408,7 @@ fn analyse_touched(
 fn entry_points(
     functions: &Functions,
     disassembled: &[(u32, Result<cfg::Disassembled, Body>)],
+    scanned: &[(u32, u64)],
 ) -> EntryPoints {
     let mut entries: HashMap<u32, Vec<u64>> = HashMap::new();
     let mut ignored: HashMap<u32, String> = HashMap::new();
@@ -438,6 +471,9 @@ fn entry_points(
                 entries.entry(t).or_default().push(offset);
             }
         }
+    }
+    for &(t, offset) in scanned {
+        entries.entry(t).or_default().push(offset);
     }
     for e in entries.values_mut() {
         e.sort_unstable();

@@ -323,14 +323,20 @@ impl<'c> Counted<'c> {
 }
 
 /// The CFGs of `indices` (ascending: the profiled functions, those perf2bolt's lite mode
-/// disassembles), their jump tables bounded by each other's as BOLT bounds them.
-fn bodies(functions: &Functions, indices: &[u32]) -> Bodies {
+/// disassembles), their jump tables bounded by each other's as BOLT bounds them; with `scan`,
+/// the other functions' references make secondary entry points too, as in the fdata path.
+fn bodies(functions: &Functions, indices: &[u32], scan: bool) -> Bodies {
     let mut phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = indices
         .par_iter()
         .map(|&i| (i, cfg::disassemble(functions, functions.get(i as usize))))
         .collect();
     // The same secondary entry points and ignored functions as the fdata path.
-    let super::EntryPoints { entries, ignored } = super::entry_points(functions, &phase_one);
+    let scanned = match scan {
+        true => super::scanned_references(functions, indices),
+        false => Vec::new(),
+    };
+    let super::EntryPoints { entries, ignored } =
+        super::entry_points(functions, &phase_one, &scanned);
     for (i, d) in phase_one.iter_mut() {
         if let (Some(why), true) = (ignored.get(i), d.is_ok()) {
             *d = Err(Body::NoCfg(why.clone()));
@@ -541,7 +547,7 @@ fn cfg_records(
     let functions = fdata.functions;
     let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
     let basic = fdata.basic_events.is_some();
-    let found = bodies(functions, disassembled);
+    let found = bodies(functions, disassembled, bat.is_none());
     let Bodies {
         bodies,
         tables: jump_tables,
