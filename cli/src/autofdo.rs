@@ -87,8 +87,9 @@ pub struct Args {
     #[arg(long)]
     pub(crate) ignore_build_id: bool,
     /// Make the profile from the samples' IPs even when the capture has branch stacks
-    /// (llvm-profgen's `--leading-ip-only`, create_llvm_prof's `--use_lbr=false`); captures
-    /// without branch stacks always are.
+    /// (llvm-profgen's `--leading-ip-only`; with `--style autofdo`, create_llvm_prof's
+    /// `--use_lbr=false`, whose heads and call targets still come from the branch stacks);
+    /// captures without branch stacks always are.
     #[arg(long)]
     pub(crate) ip_samples: bool,
 }
@@ -98,14 +99,19 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         StyleArg::Autofdo => Style::Autofdo,
         StyleArg::LlvmProfgen => Style::LlvmProfgen,
     };
-    if args.ip_samples && style == Style::Autofdo {
-        // create_llvm_prof --use_lbr=false on an LBR capture counts lines from the IPs but
-        // heads and call targets from the branch stacks, and its threshold from the ranges.
-        return Err("--ip-samples is not implemented with --style autofdo (create_llvm_prof --use_lbr=false still reads the branch stacks); captures without branch stacks need no option".into());
-    }
+    // create_llvm_prof --use_lbr=false on an LBR capture counts lines from the sample IPs but
+    // heads and call targets from the branch stacks, and its threshold from the ranges: it
+    // needs both.
+    let ip_lines = args.ip_samples && style == Style::Autofdo;
     let (binary, traces) = std::thread::scope(|scope| {
         let binary = scope.spawn(|| autofdo::Binary::load(&args.binary));
-        let traces = read_traces(&args, style);
+        let traces = match ip_lines {
+            false => read_traces(&args, style, args.ip_samples),
+            true => read_traces(&args, style, false).and_then(|mut lbr| {
+                lbr.ips = read_traces(&args, style, true)?.ips;
+                Ok(lbr)
+            }),
+        };
         let binary = binary
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -113,9 +119,11 @@ pub fn run(args: Args) -> Result<(), BoxError> {
     });
     let (binary, traces) = (binary?, traces?);
     // GCC's formats get create_gcov's conversion (GCC's discriminators as they are).
-    let made = match style == Style::Autofdo && args.format.is_gcc() {
-        true => autofdo::gcc_profile(&binary, traces),
-        false => autofdo::profile(&binary, traces, style),
+    let gcc = style == Style::Autofdo && args.format.is_gcc();
+    let made = match (ip_lines, gcc) {
+        (true, gcc) => autofdo::ip_line_profile(&binary, traces, gcc),
+        (false, true) => autofdo::gcc_profile(&binary, traces),
+        (false, false) => autofdo::profile(&binary, traces, style),
     };
     let (profile, report) = made.map_err(|e| {
         format!(
@@ -132,10 +140,11 @@ pub fn run(args: Args) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The binary's LBR traces, from a store or a capture.
+/// The binary's LBR traces, from a store or a capture; with `ips`, its sample IPs instead.
 fn read_traces(
     args: &Args,
     style: Style,
+    ips: bool,
 ) -> Result<engine::perf::aggregate::BinaryProfile, BoxError> {
     if crate::store::is_store(&args.profile) {
         let p = crate::store::profile_for(
@@ -147,7 +156,7 @@ fn read_traces(
         if p.traces.is_empty() && p.ips.is_empty() {
             return Err(no_sample(args));
         }
-        if args.ip_samples && p.ips.is_empty() {
+        if ips && p.ips.is_empty() {
             return Err(format!(
                 "{}: the store holds branch traces, not IP samples (--ip-samples needs the capture)",
                 args.profile.display()
@@ -159,7 +168,7 @@ fn read_traces(
     let request = Request {
         binaries: vec![BinaryInfo::load(&args.binary)?],
         discover: None,
-        basic: args.ip_samples,
+        basic: ips,
         pid: None,
         ignore_build_id: args.ignore_build_id,
         rules: Rules::Current,

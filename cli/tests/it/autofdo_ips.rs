@@ -244,9 +244,9 @@ fn capture_without_samples_in_the_binary_is_a_clear_error() {
 }
 
 /// `--ip-samples` (and the drop-in's `--leading-ip-only`) on an LBR capture, autofdo's
-/// test.lbr: equal to llvm-profgen 19 `--leading-ip-only`. With `--style autofdo` it is
-/// refused: create_llvm_prof `--use_lbr=false` still takes heads and call targets from the
-/// branch stacks (not reproduced).
+/// test.lbr: equal to llvm-profgen 19 `--leading-ip-only`; with `--style autofdo`, equal to
+/// create_llvm_prof `--use_lbr=false`, which counts lines from the sample IPs but still takes
+/// heads and call targets from the branch stacks, and its threshold from the ranges.
 #[test]
 fn ip_samples_of_an_lbr_capture_equal_llvm_profgen_leading_ip_only() {
     if !have_profgen_tools() {
@@ -289,13 +289,32 @@ fn ip_samples_of_an_lbr_capture_equal_llvm_profgen_leading_ip_only() {
             .args(["--format=text", "--leading-ip-only"]),
     );
     assert_eq!(normalized(&drop_in), t, "drop-in");
-    let o = run(profmill()
-        .args(["autofdo", "--ip-samples", "--style", "autofdo", "-b"])
-        .arg(&binary)
-        .arg("-p")
-        .arg(&capture)
-        .arg("-o")
-        .arg(d.join("refused.txt")));
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--ip-samples"));
+    if !have_tools() {
+        return;
+    }
+    let theirs = d.join("cl-theirs.txt");
+    create_llvm_prof_with(&binary, &capture, &theirs, &["--use_lbr=false"]);
+    let (clean, _) = ungarble(&std::fs::read(&theirs).unwrap());
+    let clean_path = d.join("cl-theirs-clean.txt");
+    std::fs::write(&clean_path, clean).unwrap();
+    let autofdo = |extra: &[&str], out: &Path| {
+        run_ok(
+            profmill()
+                .args(["autofdo", "--style", "autofdo", "--format", "text", "-b"])
+                .arg(&binary)
+                .arg("-p")
+                .arg(&capture)
+                .args(extra)
+                .arg("-o")
+                .arg(out),
+        );
+        normalized(out)
+    };
+    let a = autofdo(&["--ip-samples"], &d.join("cl-ours.txt"));
+    assert!(a.starts_with("longest_match:"), "{a}");
+    assert_equal_but_garbled(&a, &normalized(&clean_path));
+    // Neither the branch stacks' lines nor a profile without heads: both inputs count.
+    let lbr = autofdo(&[], &d.join("cl-lbr.txt"));
+    assert_ne!(a, lbr);
+    assert!(a.lines().next().is_some_and(|l| !l.ends_with(":0")), "{a}");
 }

@@ -11,7 +11,8 @@
 //! * create_llvm_prof with `--use_lbr=false`: each sample's IP counts once at its address
 //!   (not per byte of a range); a function is processed when the sum of its IP samples
 //!   passes the threshold (from the sum of all samples); no heads, no call targets. This part
-//!   is in [`super::profile`] (`FunctionMaps::ips`).
+//!   is in [`super::profile`] (`FunctionMaps::ips`). On a capture with branch stacks it still
+//!   reads them for heads, call targets and the threshold ([`super::ip_line_profile`]).
 
 use super::profgen::{Code, Counted, InstStarts};
 use rayon::prelude::*;

@@ -310,7 +310,7 @@ fn function_symbol(
     debug: &DebugInfo,
     m: &FunctionMaps,
     emitted: &BTreeMap<Arc<str>, Symbol>,
-    d: Discriminators,
+    (d, lines_from_ips): (Discriminators, bool),
 ) -> (Symbol, Heads) {
     let mut sym = Symbol::default();
     let mut heads = Vec::new();
@@ -320,9 +320,13 @@ fn function_symbol(
         sym.add_source_count(s, 0, d);
     }
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-    for (&(b, e), &n) in &m.ranges {
-        for a in b.max(m.start)..=e.min(m.end - 1) {
-            *counts.entry(a).or_default() += n;
+    // Lines come from the IP samples when there are any (create_llvm_prof --use_lbr=false
+    // reads the branch stacks only for heads and call targets), else from the ranges.
+    if !lines_from_ips {
+        for (&(b, e), &n) in &m.ranges {
+            for a in b.max(m.start)..=e.min(m.end - 1) {
+                *counts.entry(a).or_default() += n;
+            }
         }
     }
     for (&a, &n) in &m.ips {
@@ -371,6 +375,23 @@ pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(
     autofdo_profile(binary, traces, Discriminators::Llvm)
 }
 
+/// create_llvm_prof `--use_lbr=false` (and create_gcov's, for `gcc`) on a capture with branch
+/// stacks: `traces` holds both its LBR traces and its sample IPs. Lines count the IP samples
+/// (once each, at their addresses); heads and call targets come from the branch stacks, and
+/// the threshold and the choice of functions from the ranges, as create_llvm_prof still reads
+/// them.
+pub fn ip_line_profile(
+    binary: &Binary,
+    traces: BinaryProfile,
+    gcc: bool,
+) -> Result<(Profile, Report)> {
+    let d = match gcc {
+        true => Discriminators::Raw,
+        false => Discriminators::Llvm,
+    };
+    autofdo_profile_with(binary, traces, (d, true))
+}
+
 /// The profile `create_gcov` (AutoFDO 0.19) makes for GCC's `-fauto-profile`: the
 /// [`Style::Autofdo`] conversion with the line table's discriminators as they are (GCC's
 /// are plain numbers; create_llvm_prof decodes LLVM's encoding instead).
@@ -382,6 +403,15 @@ fn autofdo_profile(
     binary: &Binary,
     traces: BinaryProfile,
     d: Discriminators,
+) -> Result<(Profile, Report)> {
+    autofdo_profile_with(binary, traces, (d, false))
+}
+
+/// The conversion of [`autofdo_profile`]; with `lines.1`, lines from the IP samples only.
+fn autofdo_profile_with(
+    binary: &Binary,
+    traces: BinaryProfile,
+    lines: (Discriminators, bool),
 ) -> Result<(Profile, Report)> {
     // autofdo's sample reader: ranges [to of entry i, from of entry i-1], branches.
     let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
@@ -410,13 +440,13 @@ fn autofdo_profile(
             "no sample falls in the binary (is it the profiled binary?)".into(),
         ));
     }
-    // IP samples (a capture without branch stacks) count once each, as create_llvm_prof
+    // autofdo's total count: the ranges' (count × length) when there are any, else the IP
+    // samples (a capture without branch stacks), each once, as create_llvm_prof
     // --use_lbr=false counts them.
-    let total_count: u64 = ranges
-        .iter()
-        .map(|(&(b, e), &n)| n * (1 + e - b))
-        .sum::<u64>()
-        + traces.ips.iter().map(|&(_, n)| n).sum::<u64>();
+    let total_count: u64 = match ranges.is_empty() {
+        false => ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum(),
+        true => traces.ips.iter().map(|&(_, n)| n).sum(),
+    };
     let threshold = ((total_count as f64 * SAMPLE_THRESHOLD_FRAC) as i64).max(MIN_SAMPLES) as u64;
 
     let mut maps: BTreeMap<Arc<str>, FunctionMaps> = BTreeMap::new();
@@ -447,12 +477,12 @@ fn autofdo_profile(
             *m.ips.entry(a).or_default() += n;
         }
     }
+    // A function's aggregated count: its ranges' when it has any, else its IP samples'.
     let aggregated = |m: &FunctionMaps| -> u64 {
-        m.ranges
-            .iter()
-            .map(|(&(b, e), &n)| n * (e - b))
-            .sum::<u64>()
-            + m.ips.values().sum::<u64>()
+        match m.ranges.is_empty() {
+            false => m.ranges.iter().map(|(&(b, e), &n)| n * (e - b)).sum(),
+            true => m.ips.values().sum(),
+        }
     };
     // The symbols to emit (aliases share them): name → symbol.
     let mut symbols: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
@@ -492,7 +522,7 @@ fn autofdo_profile(
     debug.keep_rows_within(&sampled);
     let processed: Vec<(Symbol, Heads)> = emitted
         .par_iter()
-        .map(|name| function_symbol(binary, &debug, &maps[name], &symbols, d))
+        .map(|name| function_symbol(binary, &debug, &maps[name], &symbols, lines))
         .collect();
     let mut heads: BTreeMap<Arc<str>, u64> = BTreeMap::new();
     for (name, (sym, callees)) in emitted.iter().zip(processed) {
