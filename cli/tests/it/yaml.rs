@@ -534,6 +534,43 @@ int main(int argc, char **argv) {
     assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
 }
 
+/// A RIP-relative operand pointing past a function's last byte, into the padding that follows
+/// it (seen in `sqlite3ResultStrAccum` of the cargo benchmark: `lea sqlite3VMPrintf+0x11f`):
+/// no function contains that address and no data object does either, so BOLT names the address
+/// itself (`DATAat…`) and hashes it into the block's instruction hash.
+#[test]
+fn a_reference_into_padding_after_a_function_hashes_like_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    const PADDING: &str = r#"
+#include <stdio.h>
+int h(int);
+long k(int);
+__asm__(".text\n.globl h\n.type h,@function\nh:\n  mov %edi,%eax\n  ret\n.size h,.-h\n"
+        "  int3\n  int3\n  int3\n  int3\n"
+        ".globl k\n.type k,@function\nk:\n  lea h+5(%rip),%rax\n  test %edi,%edi\n  js 1f\n"
+        "  add $3,%rax\n1:\n  ret\n.size k,.-k\n");
+int main(int argc, char **argv) {
+  long t = 0;
+  for (int i = 0; i < 1000 * argc; i++) t += k(i & 15) + h(i & 7);
+  printf("%ld\n", t);
+  return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, CLANG_19, PADDING, "c", &[], "padding");
+    let capture = d.join("padding.data");
+    generate_capture(&capture, &[&binary], 1, 60, false, 5);
+    let (ours, theirs) = both(&binary, &capture, &[], d, "padding");
+    assert!(
+        String::from_utf8_lossy(&theirs).contains("name:            k\n"),
+        "k has no profile"
+    );
+    assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
+}
+
 /// AVX-512 code with masking (`{%k1}`, `{%k1}{z}`), embedded broadcast (`{1to4}`) and
 /// rounding (`{rz-sae}`): LLVM names each variant apart (`VPSUBQZ256rmk`, `…rmbkz`,
 /// `VADDPDZrrb`) and hashes the mask operand; and AMD's XOP (`vprotd`, OpenSSL's `*_xop`

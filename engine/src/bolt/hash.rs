@@ -375,11 +375,20 @@ fn relocated(ctx: &Context, r: &Relocation, out: &mut Vec<u8>) {
     }
 }
 
-/// A PC-relative reference as BOLT symbolizes it: nothing for code and jump tables, else the
-/// containing data object's address and the addend (`sym + addend` hashes the `Add` opcode, 0).
+/// A PC-relative reference as BOLT symbolizes it: nothing for a function's code and jump
+/// tables; the address itself for other code (the padding after a function's last byte, which
+/// no function contains: BOLT makes a `DATAat` symbol there); else the containing data
+/// object's address and the addend (`sym + addend` hashes the `Add` opcode, 0).
 fn data_reference(ctx: &Context, address: u64, out: &mut Vec<u8>) {
-    if ctx.functions.index_containing(address).is_some() || ctx.jump_tables.contains(&address) {
+    let functions = ctx.functions;
+    let in_function = functions
+        .index_containing(address)
+        .is_some_and(|i| functions.get(i).contains(address));
+    if in_function || ctx.jump_tables.contains(&address) {
         return;
+    }
+    if functions.is_code(address) {
+        return push_integer(out, address);
     }
     match ctx.objects.containing(address) {
         Some((_, 0)) | None => push_integer(out, address),
