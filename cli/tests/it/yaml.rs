@@ -571,6 +571,41 @@ int main(int argc, char **argv) {
     assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
 }
 
+/// A function holding an instruction LLVM cannot disassemble but iced can (VIA PadLock's
+/// `xsha512`, as in OpenSSL's `padlock_sha512_blocks`): BOLT cannot disassemble it, so its
+/// record has no blocks, as perf2bolt 22 writes it. (Compiled only: the capture is generated.)
+#[test]
+fn a_function_with_an_instruction_llvm_cannot_decode_has_no_blocks_like_perf2bolt_22() {
+    if !have_tool(PERF2BOLT_22) || !have_tool(CLANG_19) {
+        return;
+    }
+    const PADLOCK: &str = r#"
+#include <stdio.h>
+int p(int);
+__asm__(".text\n.globl p\n.type p,@function\np:\n  test %edi,%edi\n  js 1f\n"
+        "  lea 1(%rdi),%eax\n  ret\n1:\n  .byte 0xf3,0x0f,0xa6,0xe0\n  xor %eax,%eax\n  ret\n"
+        ".size p,.-p\n");
+int main(int argc, char **argv) {
+  int t = 0;
+  for (int i = 0; i < 1000 * argc; i++) t += p(i & 15);
+  printf("%d\n", t);
+  return 0;
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = build(d, CLANG_19, PADLOCK, "c", &[], "padlock");
+    let capture = d.join("padlock.data");
+    generate_capture(&capture, &[&binary], 1, 60, false, 6);
+    let (ours, theirs) = both(&binary, &capture, &[], d, "padlock");
+    let theirs_text = String::from_utf8_lossy(&theirs);
+    let p = &theirs_text[theirs_text
+        .find("name:            p\n")
+        .expect("p has a profile")..];
+    assert!(p.contains("nblocks:         0\n"), "{p}");
+    assert!(ours == theirs, "{}", first_difference(&ours, &theirs));
+}
+
 /// AVX-512 code with masking (`{%k1}`, `{%k1}{z}`), embedded broadcast (`{1to4}`) and
 /// rounding (`{rz-sae}`): LLVM names each variant apart (`VPSUBQZ256rmk`, `…rmbkz`,
 /// `VADDPDZrrb`) and hashes the mask operand; and AMD's XOP (`vprotd`, OpenSSL's `*_xop`

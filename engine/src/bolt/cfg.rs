@@ -384,7 +384,7 @@ pub(crate) fn external_references(functions: &Functions, f: &Function, mut found
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
-        if ins.is_invalid() {
+        if !llvm_decodes(&ins) {
             break;
         }
         let target = if ins.is_ip_rel_memory_operand() {
@@ -507,7 +507,7 @@ fn decode(f: &Function, code: &[u8]) -> Result<Vec<Instruction>, String> {
     while decoder.can_decode() {
         let pos = decoder.position();
         let ins = decoder.decode();
-        if ins.is_invalid() {
+        if !llvm_decodes(&ins) {
             // Assembly functions may end in zero padding.
             if code[pos..].iter().all(|&b| b == 0) {
                 break;
@@ -517,6 +517,19 @@ fn decode(f: &Function, code: &[u8]) -> Result<Vec<Instruction>, String> {
         decoded.push(ins);
     }
     Ok(decoded)
+}
+
+/// Whether LLVM's disassembler (BOLT's) decodes `ins`: iced also knows a few VIA PadLock and
+/// Zhaoxin instructions that LLVM does not (`xsha512`, as in OpenSSL's
+/// `padlock_sha512_blocks`, and its `_alt` form, `xstore_alt`, the GMI `ccs_hash` and
+/// `ccs_encrypt`); BOLT cannot disassemble a function holding one.
+fn llvm_decodes(ins: &Instruction) -> bool {
+    use iced_x86::Mnemonic::*;
+    !ins.is_invalid()
+        && !matches!(
+            ins.mnemonic(),
+            Xsha512 | Xsha512_alt | Xstore_alt | Ccs_hash | Ccs_encrypt
+        )
 }
 
 /// Instructions with BOLT's offsets and kinds, and the entries of each jump table.
