@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
+use crate::yaml::both;
 use testsupport::*;
 
 const PROGRAM_C: &str = r#"
@@ -421,31 +422,6 @@ fn bat_output_into_a_closed_pipe_ends_quietly() {
     );
 }
 
-/// Runs perf2bolt 22 and us with `--profile-format=yaml` (and `extra`) on the BOLTed binary;
-/// returns (ours, theirs).
-fn bat_yaml_both(bolted: &Path, input: &Path, extra: &[&str], d: &Path) -> (Vec<u8>, Vec<u8>) {
-    let theirs = d.join("ref.yaml");
-    let ours = d.join("ours.yaml");
-    for (mut cmd, out) in [(Command::new(PERF2BOLT_22), &theirs), (profmill(), &ours)] {
-        if cmd.get_program() != PERF2BOLT_22 {
-            cmd.arg("perf2bolt");
-        }
-        run_ok(
-            cmd.arg(bolted)
-                .arg("-p")
-                .arg(input)
-                .arg("-o")
-                .arg(out)
-                .arg("--profile-format=yaml")
-                .args(extra),
-        );
-    }
-    (
-        std::fs::read(&ours).unwrap(),
-        std::fs::read(&theirs).unwrap(),
-    )
-}
-
 fn assert_same_yaml(ours: &[u8], theirs: &[u8], what: &str) {
     assert!(
         ours == theirs,
@@ -480,7 +456,7 @@ fn bat_yaml_equals_perf2bolt_22() {
             let what = format!("{} BOLTed by {bolt}", binary.display());
             let capture = d.join("bolted.data");
             generate_capture(&capture, &[&bolted], 1, 400, false, 3);
-            let (ours, theirs) = bat_yaml_both(&bolted, &capture, &[], d);
+            let (ours, theirs) = both(&bolted, &capture, &[], d, "bat");
             assert!(
                 String::from_utf8_lossy(&theirs).contains("nblocks:"),
                 "{what}: perf2bolt wrote no function"
@@ -514,7 +490,7 @@ fn bat_yaml_equals_perf2bolt_22() {
             // Through our pre-aggregated text, and through a store.
             let preagg = d.join("bolted.preagg");
             profmill_preagg(&capture, &bolted, "preagg", &preagg);
-            let (ours_pa, theirs_pa) = bat_yaml_both(&bolted, &preagg, &["--pa"], d);
+            let (ours_pa, theirs_pa) = both(&bolted, &preagg, &["--pa"], d, "bat-pa");
             assert_same_yaml(&ours_pa, &theirs_pa, &format!("{what} (--pa)"));
             let store = d.join("bolted.pms");
             run_ok(
@@ -563,6 +539,6 @@ fn basic_capture_yaml_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
         tool_missing("perf record -e cpu-clock (not permitted here)");
         return;
     }
-    let (ours, theirs) = bat_yaml_both(bolted, &capture, &["-nl"], d);
+    let (ours, theirs) = both(bolted, &capture, &["-nl"], d, "bat-nl");
     assert_same_yaml(&ours, &theirs, &format!("{what} (-nl)"));
 }

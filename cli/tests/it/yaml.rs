@@ -109,7 +109,13 @@ fn programs(d: &Path) -> Vec<PathBuf> {
 }
 
 /// Runs perf2bolt (LLVM 22) and ours with the same arguments on `binary`; returns both outputs.
-fn both(binary: &Path, input: &Path, extra: &[&str], dir: &Path, tag: &str) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn both(
+    binary: &Path,
+    input: &Path,
+    extra: &[&str],
+    dir: &Path,
+    tag: &str,
+) -> (Vec<u8>, Vec<u8>) {
     let name = binary.file_name().unwrap().to_string_lossy();
     let theirs = dir.join(format!("{name}.{tag}.llvm.yaml"));
     let ours = dir.join(format!("{name}.{tag}.ours.yaml"));
