@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args as ClapArgs, ValueEnum};
 use engine::autofdo::{self, Style};
 use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
-use engine::sampleprof::{self, OutputFormat};
+use engine::sampleprof::OutputFormat;
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
 use formats::sampleprof::gcov_v4 as v4;
@@ -136,7 +136,7 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         "profmill: {} ranges ({} samples × bytes), {} branches, {} functions",
         report.ranges, report.total_count, report.branches, report.functions
     );
-    sampleprof::write(&profile, args.format.output(), &args.output)?;
+    profile.write(args.format.output(), &args.output)?;
     Ok(())
 }
 

@@ -3,10 +3,10 @@
 //! with each frame's function name and declaration line). Decoded once per binary with gimli.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use gimli::{AttributeValue, EndianSlice, RunTimeEndian, UnitOffset};
+use hashbrown::HashMap;
 use object::{Object, ObjectSection};
 use rayon::prelude::*;
 
@@ -44,21 +44,41 @@ pub struct FrameRef<'a> {
 /// [`FrameRef::node`] of a frame outside every subprogram.
 pub const NO_NODE: u32 = u32::MAX;
 
-#[derive(Debug)]
+/// No node (parent, child or sibling).
+const NONE: u32 = u32::MAX;
+
+/// A subprogram or inlined subroutine with code. Indices, not owned lists: a binary has
+/// hundreds of thousands of these, and a `Vec` apiece (ranges, children) and a name pointer
+/// each cost more than the node.
+#[derive(Clone, Copy, Debug)]
 struct Node {
-    ranges: Vec<(u64, u64)>,
-    children: Vec<usize>,
-    parent: Option<usize>,
+    /// Its address ranges: `count` of the ranges from `first`.
+    first_range: u32,
+    range_count: u32,
+    /// Its first child and its next sibling, in DWARF order ([`NONE`] for none).
+    first_child: u32,
+    next_sibling: u32,
+    parent: u32,
     inlined: bool,
-    name: std::sync::Arc<str>,
+    /// Index of its name (linkage name, else name).
+    name: u32,
     decl_line: u32,
     call_line: u32,
     call_disc: u32,
 }
 
 impl Node {
-    fn contains(&self, a: u64) -> bool {
-        self.ranges.iter().any(|&(b, e)| b <= a && a < e)
+    fn ranges<'r>(&self, all: &'r [(u64, u64)]) -> &'r [(u64, u64)] {
+        let first = self.first_range as usize;
+        &all[first..first + self.range_count as usize]
+    }
+}
+
+/// `i` moved by `base`, [`NONE`] kept.
+fn shifted(i: u32, base: u32) -> u32 {
+    match i {
+        NONE => NONE,
+        i => i + base,
     }
 }
 
@@ -264,31 +284,40 @@ pub struct DebugInfo {
     /// (address, line, discriminator) sorted by address; line [`NO_LINE`]: no line
     /// information from that address on (the end of a sequence). Line-0 rows (code the
     /// compiler attributes to no line) are kept: create_llvm_prof counts them at line 0.
+    /// Made by [`DebugInfo::seal`] from `unit_rows`.
     rows: Vec<(u64, u32, u32)>,
-    /// Every loaded row as (address, unit, index in the unit, line, discriminator): which of
-    /// several rows at one address wins depends on the units' order.
-    raw_rows: Vec<(u64, u32, u32, u32, u32)>,
+    /// Each loaded unit's rows as its line table has them, by unit: which of several rows at
+    /// one address wins depends on the units' order.
+    unit_rows: std::collections::BTreeMap<usize, Vec<(u64, u32, u32)>>,
+    sealed: bool,
     nodes: Vec<Node>,
+    /// The nodes' address ranges.
+    ranges: Vec<(u64, u64)>,
+    /// The nodes' names, each string once.
+    names: Vec<std::sync::Arc<str>>,
+    /// Name → index in `names`, while units are loaded.
+    name_ids: HashMap<std::sync::Arc<str>, u32>,
     /// (begin, end, node) of every subprogram range, sorted.
     roots: Vec<(u64, u64, usize)>,
     loaded: std::collections::BTreeSet<usize>,
 }
 
-/// One unit's share of [`DebugInfo`], node indices local to it.
+/// One unit's share of [`DebugInfo`], node, range and name indices local to it.
 #[derive(Default)]
 struct UnitInfo {
     rows: Vec<(u64, u32, u32)>,
     nodes: Vec<Node>,
+    ranges: Vec<(u64, u64)>,
+    names: Vec<std::sync::Arc<str>>,
+    /// By node: its last child so far, while the unit is walked.
+    last_child: Vec<u32>,
     roots: Vec<(u64, u64, usize)>,
 }
 
 impl DebugInfo {
     /// Decodes the units `units` of `dwarf` not loaded yet (in parallel) and adds them.
     pub fn load(&mut self, dwarf: &Dwarf<'_>, units: &[usize]) -> Result<(), String> {
-        assert!(
-            self.rows.is_empty() || !self.raw_rows.is_empty(),
-            "DebugInfo::load after seal"
-        );
+        assert!(!self.sealed, "DebugInfo::load after seal");
         let new: Vec<usize> = units
             .iter()
             .copied()
@@ -303,39 +332,27 @@ impl DebugInfo {
             .collect::<Result<_, SplitError>>()
             .map_err(|e| e.to_string())?;
         for (u, part) in parts {
-            let base = self.nodes.len();
-            self.nodes.extend(part.nodes.into_iter().map(|mut n| {
-                n.parent = n.parent.map(|p| p + base);
-                for c in &mut n.children {
-                    *c += base;
-                }
-                n
+            let base = self.nodes.len() as u32;
+            let range_base = self.ranges.len() as u32;
+            let names: Vec<u32> = part.names.into_iter().map(|n| self.name_id(n)).collect();
+            self.nodes.extend(part.nodes.into_iter().map(|n| Node {
+                first_range: n.first_range + range_base,
+                first_child: shifted(n.first_child, base),
+                next_sibling: shifted(n.next_sibling, base),
+                parent: shifted(n.parent, base),
+                name: names[n.name as usize],
+                ..n
             }));
-            self.roots
-                .extend(part.roots.into_iter().map(|(b, e, n)| (b, e, n + base)));
-            self.raw_rows.extend(
-                part.rows
+            self.ranges.extend(part.ranges);
+            self.roots.extend(
+                part.roots
                     .into_iter()
-                    .enumerate()
-                    .map(|(i, (a, l, d))| (a, u as u32, i as u32, l, d)),
+                    .map(|(b, e, n)| (b, e, n + base as usize)),
             );
+            self.unit_rows.insert(u, part.rows);
             self.loaded.insert(u);
         }
         self.roots.par_sort_unstable();
-        self.raw_rows.par_sort_unstable_by_key(|r| (r.0, r.1, r.2));
-        // Rows at one address: one wins (LAST_ROW_WINS), except that a sequence's end does
-        // not hide a row with a line.
-        self.rows.clear();
-        for &(a, _, _, line, disc) in &self.raw_rows {
-            match self.rows.last_mut() {
-                Some(last) if last.0 == a => {
-                    if last.1 == NO_LINE || (line != NO_LINE && LAST_ROW_WINS) {
-                        *last = (a, line, disc);
-                    }
-                }
-                _ => self.rows.push((a, line, disc)),
-            }
-        }
         Ok(())
     }
 
@@ -346,15 +363,47 @@ impl DebugInfo {
     /// `.text.startup`, before it) when `main`'s sequence ends in the padding between them,
     /// and has no line when it ends at `_start`'s first byte. Call after the last load.
     pub fn keep_rows_within(&mut self, functions: &[(u64, u64)]) {
+        self.seal();
         self.rows.retain(|r| {
             let i = functions.partition_point(|f| f.0 <= r.0);
             i > 0 && r.0 < functions[i - 1].1
         });
     }
 
-    /// Frees what only further [`DebugInfo::load`]s need; none may follow.
+    /// The index of `name` in `names`, added if new.
+    fn name_id(&mut self, name: std::sync::Arc<str>) -> u32 {
+        let names = &mut self.names;
+        *self.name_ids.entry(name).or_insert_with_key(|name| {
+            names.push(name.clone());
+            (names.len() - 1) as u32
+        })
+    }
+
+    /// Makes the line table of the loaded units, after which no unit may be loaded.
     pub fn seal(&mut self) {
-        self.raw_rows = Vec::new();
+        if self.sealed {
+            return;
+        }
+        self.sealed = true;
+        self.name_ids = HashMap::new();
+        // In unit order, then by address, keeping the order within a unit (a stable sort):
+        // rows at one address then come in (unit, index) order.
+        let mut all = Vec::with_capacity(self.unit_rows.values().map(Vec::len).sum());
+        for rows in std::mem::take(&mut self.unit_rows).into_values() {
+            all.extend(rows);
+        }
+        all.sort_by_key(|r| r.0);
+        // Rows at one address: one wins (LAST_ROW_WINS), except that a sequence's end does
+        // not hide a row with a line.
+        all.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same && (kept.1 == NO_LINE || (later.1 != NO_LINE && LAST_ROW_WINS)) {
+                *kept = *later;
+            }
+            same
+        });
+        all.shrink_to_fit();
+        self.rows = all;
     }
 
     /// Loads the units meeting `intervals` (inclusive).
@@ -406,7 +455,7 @@ impl DebugInfo {
         };
         let n = &self.nodes[leaf];
         stack.push(FrameRef {
-            name: &n.name,
+            name: &self.names[n.name as usize],
             start_line: n.decl_line,
             line,
             discriminator: disc,
@@ -414,10 +463,14 @@ impl DebugInfo {
         });
         let mut s = leaf;
         while self.nodes[s].inlined {
-            let Some(p) = self.nodes[s].parent else { break };
+            let p = self.nodes[s].parent;
+            if p == NONE {
+                break;
+            }
+            let p = p as usize;
             let parent = &self.nodes[p];
             stack.push(FrameRef {
-                name: &parent.name,
+                name: &self.names[parent.name as usize],
                 start_line: parent.decl_line,
                 line: self.nodes[s].call_line,
                 discriminator: self.nodes[s].call_disc,
@@ -434,13 +487,16 @@ impl DebugInfo {
             .iter()
             .enumerate()
             .filter(|(_, n)| !n.inlined)
-            .map(|(i, n)| (i as u32, &*n.name, n.ranges.as_slice()))
+            .map(|(i, n)| {
+                let name = &*self.names[n.name as usize];
+                (i as u32, name, n.ranges(&self.ranges))
+            })
     }
 
     /// The names of the loaded nodes (subprograms and inlined subroutines), by
     /// [`FrameRef::node`].
     pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.nodes.iter().map(|n| &*n.name)
+        self.nodes.iter().map(|n| &*self.names[n.name as usize])
     }
 
     fn innermost(&self, address: u64) -> Option<usize> {
@@ -453,11 +509,18 @@ impl DebugInfo {
             .find(|r| address < r.1)
             .map(|r| r.2)?;
         'descend: loop {
-            for &c in &self.nodes[node].children {
-                if self.nodes[c].contains(address) {
-                    node = c;
+            let mut c = self.nodes[node].first_child;
+            while c != NONE {
+                let child = &self.nodes[c as usize];
+                if child
+                    .ranges(&self.ranges)
+                    .iter()
+                    .any(|&(b, e)| b <= address && address < e)
+                {
+                    node = c as usize;
                     continue 'descend;
                 }
+                c = child.next_sibling;
             }
             return Some(node);
         }
@@ -502,6 +565,8 @@ fn decode_unit(dw: &Dwarf<'_>, ui: usize) -> Result<UnitInfo, SplitError> {
             walk(dwarf, units, ui, root, None, &mut info, &mut names)?;
         }
     }
+    info.names = names.list;
+    info.last_child = Vec::new();
     Ok(info)
 }
 
@@ -606,10 +671,12 @@ impl std::fmt::Display for SplitError {
     }
 }
 
-/// Names and declaration lines of DIEs, by (unit, offset), resolved once.
+/// Names and declaration lines of DIEs, by (unit, offset), resolved once; the names by
+/// index in `list`.
 #[derive(Default)]
 struct Names {
-    cache: HashMap<(usize, usize), (std::sync::Arc<str>, u32)>,
+    cache: HashMap<(usize, usize), (u32, u32)>,
+    list: Vec<std::sync::Arc<str>>,
 }
 
 /// The unit holding a `.debug_info` offset, and the offset within it.
@@ -631,10 +698,10 @@ fn resolve(
     ui: usize,
     offset: UnitOffset,
     names: &mut Names,
-) -> gimli::Result<(std::sync::Arc<str>, u32)> {
+) -> gimli::Result<(u32, u32)> {
     let key = (ui, offset.0);
-    if let Some(v) = names.cache.get(&key) {
-        return Ok(v.clone());
+    if let Some(&v) = names.cache.get(&key) {
+        return Ok(v);
     }
     let (mut ui_at, mut off_at) = (ui, offset);
     let mut linkage: Option<String> = None;
@@ -682,9 +749,12 @@ fn resolve(
             _ => break,
         }
     }
-    let name: std::sync::Arc<str> = linkage.or(plain).unwrap_or_default().into();
-    names.cache.insert(key, (name.clone(), decl_line));
-    Ok((name, decl_line))
+    names
+        .list
+        .push(linkage.or(plain).unwrap_or_default().into());
+    let found = ((names.list.len() - 1) as u32, decl_line);
+    names.cache.insert(key, found);
+    Ok(found)
 }
 
 fn walk(
@@ -726,17 +796,25 @@ fn walk(
                 }
             }
             info.nodes.push(Node {
-                ranges,
-                children: Vec::new(),
-                parent: parent_node,
+                first_range: info.ranges.len() as u32,
+                range_count: ranges.len() as u32,
+                first_child: NONE,
+                next_sibling: NONE,
+                parent: parent_node.map_or(NONE, |p| p as u32),
                 inlined,
                 name,
                 decl_line,
                 call_line: udata(gimli::DW_AT_call_line)?,
                 call_disc: udata(gimli::DW_AT_GNU_discriminator)?,
             });
+            info.ranges.extend_from_slice(&ranges);
+            info.last_child.push(NONE);
             if let Some(p) = parent_node {
-                info.nodes[p].children.push(id);
+                match info.last_child[p] {
+                    NONE => info.nodes[p].first_child = id as u32,
+                    last => info.nodes[last as usize].next_sibling = id as u32,
+                }
+                info.last_child[p] = id as u32;
             }
             here = Some(id);
         }

@@ -14,16 +14,17 @@
 //!   is in [`super::profile`] (`FunctionMaps::ips`). On a capture with branch stacks it still
 //!   reads them for heads, call targets and the threshold ([`super::ip_line_profile`]).
 
-use super::profgen::{Code, Counted, InstStarts};
+use super::code::Code;
+use super::profgen::Counted;
 use rayon::prelude::*;
 
 /// llvm-profgen's ranges of IP samples `ips` (address, samples): `[ip, ip]` for each IP
 /// where an instruction starts, sorted.
 pub(super) fn profgen_ranges(code: &Code, ips: &[(u64, u64)]) -> Vec<Counted> {
-    let starts = InstStarts::new(code, ips.par_iter().map(|&(a, _)| a));
+    code.decode_at(ips.par_iter().map(|&(a, _)| a));
     let mut ranges: Vec<Counted> = ips
         .iter()
-        .filter(|&&(a, n)| n != 0 && starts.contains(a))
+        .filter(|&&(a, n)| n != 0 && code.starts_instruction(a))
         .map(|&(a, n)| ((a, a), n))
         .collect();
     ranges.sort_unstable_by_key(|r| r.0);

@@ -8,7 +8,9 @@
 //! totals are sums over bytes, heads and call targets come from branches to a function's
 //! first byte. What is exact and what is not is in docs/autofdo.md.
 
+mod code;
 mod dwarf;
+mod flat;
 mod ips;
 mod profgen;
 
@@ -18,7 +20,7 @@ use std::sync::Arc;
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
-use object::{Object, ObjectSymbol};
+use object::{Object, ObjectSection, ObjectSymbol};
 use rayon::prelude::*;
 
 pub use dwarf::{DebugInfo, Dwarf, DwarfSections, Frame, FrameRef, NO_NODE};
@@ -26,6 +28,7 @@ pub use dwarf::{DebugInfo, Dwarf, DwarfSections, Frame, FrameRef, NO_NODE};
 use crate::error::{Error, Result};
 use crate::io::input::InputBytes;
 use crate::perf::aggregate::BinaryProfile;
+use crate::sampleprof::OutputFormat;
 
 /// Whose conversion rules to follow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,25 +52,26 @@ const MAX_RANGE: u64 = 1 << 20;
 /// when a profile is made, only for the units the profile touches.
 pub struct Binary {
     path: std::path::PathBuf,
-    data: InputBytes,
+    data: Arc<InputBytes>,
     /// start address → (name, size); the first symbol at an address names it.
     symbols: BTreeMap<u64, (Arc<str>, u64)>,
     /// first name at an address → the other names there.
     aliases: BTreeMap<Arc<str>, Vec<Arc<str>>>,
     /// The instructions, as llvm-profgen disassembles them.
-    code: profgen::Code,
+    code: code::Code,
 }
 
 impl Binary {
     /// Maps the ELF file at `path` and reads its function symbols; fails when it has no
     /// function symbols or no DWARF line table.
     pub fn load(path: &Path) -> Result<Binary> {
-        let data = InputBytes::open(path).map_err(crate::error::io_error(path))?;
+        let data = Arc::new(InputBytes::open(path).map_err(crate::error::io_error(path))?);
         let bad = |message: String| Error::Binary {
             path: path.to_path_buf(),
             message,
         };
-        let file = object::File::parse(&*data).map_err(|e| bad(format!("not an ELF file: {e}")))?;
+        let file =
+            object::File::parse(&data[..]).map_err(|e| bad(format!("not an ELF file: {e}")))?;
         let mut symbols: BTreeMap<u64, (Arc<str>, u64)> = BTreeMap::new();
         let mut aliases: BTreeMap<Arc<str>, Vec<Arc<str>>> = BTreeMap::new();
         let table: Vec<_> = if file.symbol_table().is_some() {
@@ -100,7 +104,7 @@ impl Binary {
         // to the end; the units themselves are decoded when a profile needs them.
         let sections = DwarfSections::load(&file, path).map_err(bad)?;
         Dwarf::new(&sections).map_err(bad)?;
-        let code = profgen::Code::new(&file);
+        let code = code::Code::new(&file, data.clone());
         drop((sections, file));
         Ok(Binary {
             path: path.to_path_buf(),
@@ -113,7 +117,41 @@ impl Binary {
 
     /// The ELF file.
     fn object(&self) -> Result<object::File<'_>> {
-        object::File::parse(&*self.data).map_err(|e| self.error(format!("not an ELF file: {e}")))
+        object::File::parse(&self.data[..]).map_err(|e| self.error(format!("not an ELF file: {e}")))
+    }
+
+    /// Decodes `units` of `dwarf` into `debug`, a batch at a time, dropping the DWARF
+    /// sections' pages from memory after each (`debug` holds copies of what it needs; the
+    /// next batch faults in the pages it reads): the file's pages then never all count in
+    /// the resident memory together with the decoded units.
+    fn load_units(&self, debug: &mut DebugInfo, dwarf: &Dwarf<'_>, units: &[usize]) -> Result<()> {
+        const BATCH: usize = 128;
+        for batch in units.chunks(BATCH) {
+            debug.load(dwarf, batch).map_err(|m| self.error(m))?;
+            self.release_debug_sections();
+        }
+        Ok(())
+    }
+
+    /// [`Binary::load_units`] of the units meeting `intervals` (inclusive).
+    fn load_meeting(
+        &self,
+        debug: &mut DebugInfo,
+        dwarf: &Dwarf<'_>,
+        intervals: impl IntoIterator<Item = (u64, u64)>,
+    ) -> Result<()> {
+        self.load_units(debug, dwarf, &dwarf.units_meeting(intervals))
+    }
+
+    /// Drops the pages of the DWARF sections from memory.
+    fn release_debug_sections(&self) {
+        let Ok(file) = self.object() else { return };
+        for section in file.sections() {
+            let debug = section.name().is_ok_and(|n| n.starts_with(".debug_"));
+            if let (true, Some((offset, len))) = (debug, section.file_range()) {
+                self.data.release(offset as usize..(offset + len) as usize);
+            }
+        }
     }
 
     /// An error about this binary.
@@ -364,15 +402,64 @@ fn function_symbol(
     (sym, heads)
 }
 
+/// A sample profile made by [`profile`] and its siblings: whole, or (llvm-profgen's
+/// conversion) built into the nested model one function at a time as it is written, so that
+/// a text profile never exists whole in memory.
+pub struct SampleProfile(Made);
+
+enum Made {
+    Whole(Profile),
+    ByFunction(profgen::Made),
+}
+
+impl SampleProfile {
+    /// The whole profile.
+    pub fn into_profile(self) -> Profile {
+        match self.0 {
+            Made::Whole(p) => p,
+            Made::ByFunction(m) => {
+                let (n, function) = m.into_functions();
+                let mut out = Profile::default();
+                out.functions.extend((0..n).map(function));
+                out
+            }
+        }
+    }
+
+    /// Writes the profile to `path` in `format`, atomically.
+    pub fn write(self, format: OutputFormat, path: &Path) -> crate::sampleprof::Result<()> {
+        match (self.0, format) {
+            (Made::ByFunction(m), OutputFormat::Text) => {
+                let (n, function) = m.into_functions();
+                crate::sampleprof::write_text_functions(n, function, path)
+            }
+            (made, format) => {
+                crate::sampleprof::write(&SampleProfile(made).into_profile(), format, path)
+            }
+        }
+    }
+}
+
 /// The sample profile of `binary` from its LBR traces, or from its IP samples when the
 /// capture had no branch stacks (as llvm-profgen `--leading-ip-only` and create_llvm_prof
 /// `--use_lbr=false` make them), in `style`. Fails when no sample falls in the
 /// binary. The traces are dropped as soon as their ranges and branches are summed.
-pub fn profile(binary: &Binary, traces: BinaryProfile, style: Style) -> Result<(Profile, Report)> {
-    if style == Style::LlvmProfgen {
-        return profgen::profile(binary, traces);
-    }
-    autofdo_profile(binary, traces, Discriminators::Llvm)
+pub fn profile(
+    binary: &Binary,
+    traces: BinaryProfile,
+    style: Style,
+) -> Result<(SampleProfile, Report)> {
+    let (made, report) = match style {
+        Style::LlvmProfgen => {
+            let (made, report) = profgen::profile(binary, traces)?;
+            (Made::ByFunction(made), report)
+        }
+        Style::Autofdo => {
+            let (whole, report) = autofdo_profile(binary, traces, Discriminators::Llvm)?;
+            (Made::Whole(whole), report)
+        }
+    };
+    Ok((SampleProfile(made), report))
 }
 
 /// create_llvm_prof `--use_lbr=false` (and create_gcov's, for `gcc`) on a capture with branch
@@ -384,19 +471,21 @@ pub fn ip_line_profile(
     binary: &Binary,
     traces: BinaryProfile,
     gcc: bool,
-) -> Result<(Profile, Report)> {
+) -> Result<(SampleProfile, Report)> {
     let d = match gcc {
         true => Discriminators::Raw,
         false => Discriminators::Llvm,
     };
-    autofdo_profile_with(binary, traces, (d, true))
+    let (whole, report) = autofdo_profile_with(binary, traces, (d, true))?;
+    Ok((SampleProfile(Made::Whole(whole)), report))
 }
 
 /// The profile `create_gcov` (AutoFDO 0.19) makes for GCC's `-fauto-profile`: the
 /// [`Style::Autofdo`] conversion with the line table's discriminators as they are (GCC's
 /// are plain numbers; create_llvm_prof decodes LLVM's encoding instead).
-pub fn gcc_profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile, Report)> {
-    autofdo_profile(binary, traces, Discriminators::Raw)
+pub fn gcc_profile(binary: &Binary, traces: BinaryProfile) -> Result<(SampleProfile, Report)> {
+    let (whole, report) = autofdo_profile(binary, traces, Discriminators::Raw)?;
+    Ok((SampleProfile(Made::Whole(whole)), report))
 }
 
 fn autofdo_profile(
@@ -497,20 +586,19 @@ fn autofdo_profile_with(
     let sections = DwarfSections::load(&file, &binary.path).map_err(|m| binary.error(m))?;
     let dwarf = Dwarf::new(&sections).map_err(|m| binary.error(m))?;
     let mut debug = DebugInfo::default();
-    debug
-        .load_meeting(
-            &dwarf,
-            emitted
-                .iter()
-                .map(|name| (maps[name].start, maps[name].end - 1)),
-        )
-        .map_err(|m| binary.error(m))?;
+    binary.load_meeting(
+        &mut debug,
+        &dwarf,
+        emitted
+            .iter()
+            .map(|name| (maps[name].start, maps[name].end - 1)),
+    )?;
     // A function outside every unit takes the last row before it: load that row's unit.
     let before: Vec<usize> = emitted
         .iter()
         .filter_map(|name| dwarf.unit_before(maps[name].start))
         .collect();
-    debug.load(&dwarf, &before).map_err(|m| binary.error(m))?;
+    binary.load_units(&mut debug, &dwarf, &before)?;
     // autofdo's sampled functions: those holding a range's start or an IP.
     let sampled: Vec<(u64, u64)> = maps
         .values()

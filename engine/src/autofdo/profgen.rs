@@ -15,180 +15,19 @@
 //!   location and head samples to the callee; a line of a function's own body (not of its
 //!   inlinees) is raised to its call targets' sum.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::collections::BTreeMap;
 
 use formats::bolt::preagg::BR_ONLY;
-use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
-use object::{Object, ObjectSection, ObjectSymbol};
+use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation};
+use hashbrown::HashMap;
 use rayon::prelude::*;
 
+use super::code::Code;
 use super::dwarf::{DebugInfo, Dwarf, DwarfSections, FrameRef, NO_NODE};
+use super::flat::{Chain, FlatProfile, LineCount};
 use super::{base_discriminator, duplication_factor, Binary, Report};
 use crate::error::{Error, Result};
 use crate::perf::aggregate::BinaryProfile;
-
-/// The instructions llvm-profgen disassembles, decoded on first use one symbol's span at a
-/// time (a profile touches a small part of a large binary's code).
-#[derive(Debug, Default)]
-pub(crate) struct Code {
-    bitness: u32,
-    /// The executable sections' bytes.
-    sections: Vec<Vec<u8>>,
-    /// Each span from a symbol to the next (or its section's end), sorted by start.
-    chunks: Vec<Chunk>,
-    /// The chunks' ends, searched apart from the chunks (a search over the chunks themselves
-    /// missed the cache at every step).
-    ends: Vec<u64>,
-    /// Names of the ELF symbols in executable sections, by address.
-    symbols: Vec<(u64, Arc<str>)>,
-}
-
-#[derive(Debug)]
-struct Chunk {
-    start: u64,
-    end: u64,
-    section: usize,
-    /// Where the section starts.
-    base: u64,
-    decoded: OnceLock<Decoded>,
-}
-
-#[derive(Debug, Default)]
-struct Decoded {
-    /// Each instruction as its address << 4 | its size (at most 15), sorted: eight bytes
-    /// where (address, size) took sixteen.
-    insts: Vec<u64>,
-    /// Addresses of direct unconditional jumps, sorted.
-    jumps: Vec<u64>,
-}
-
-impl Code {
-    /// The executable sections of `file`, split at their symbols (x86 only; other machines
-    /// have no code). Nothing is disassembled yet.
-    pub(crate) fn new(file: &object::File<'_>) -> Code {
-        let mut code = Code::default();
-        code.bitness = match file.architecture() {
-            object::Architecture::X86_64 => 64,
-            object::Architecture::I386 => 32,
-            _ => return code,
-        };
-        let executable = |section: &object::Section<'_, '_>| {
-            let object::SectionFlags::Elf { sh_flags } = section.flags() else {
-                return false;
-            };
-            sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
-                && section.kind() != object::SectionKind::UninitializedData
-        };
-        let code_sections: Vec<_> = file.sections().filter(executable).collect();
-        let mut starts_of: HashMap<object::SectionIndex, Vec<u64>> = HashMap::new();
-        for s in file.symbols() {
-            let Some(index) = s.section_index() else {
-                continue;
-            };
-            if !code_sections.iter().any(|c| c.index() == index) {
-                continue;
-            }
-            starts_of.entry(index).or_default().push(s.address());
-            if let Ok(name) = s.name() {
-                code.symbols.push((s.address(), name.into()));
-            }
-        }
-        for section in code_sections {
-            let Ok(data) = section.uncompressed_data() else {
-                continue;
-            };
-            let (base, size) = (section.address(), section.size());
-            let mut starts = starts_of.remove(&section.index()).unwrap_or_default();
-            starts.sort_unstable();
-            starts.dedup();
-            for (i, &start) in starts.iter().enumerate() {
-                let end = starts.get(i + 1).copied().unwrap_or(base + size);
-                if start < base || end > base + size || start >= end {
-                    continue;
-                }
-                code.chunks.push(Chunk {
-                    start,
-                    end,
-                    section: code.sections.len(),
-                    base,
-                    decoded: OnceLock::new(),
-                });
-            }
-            code.sections.push(data.into_owned());
-        }
-        code.symbols.sort();
-        code.chunks.sort_unstable_by_key(|c| c.start);
-        code.ends = code.chunks.iter().map(|c| c.end).collect();
-        code
-    }
-
-    fn decoded<'c>(&self, chunk: &'c Chunk) -> &'c Decoded {
-        chunk.decoded.get_or_init(|| {
-            let data = &self.sections[chunk.section];
-            let bytes =
-                &data[(chunk.start - chunk.base) as usize..(chunk.end - chunk.base) as usize];
-            let mut decoder = iced_x86::Decoder::with_ip(
-                self.bitness,
-                bytes,
-                chunk.start,
-                iced_x86::DecoderOptions::NONE,
-            );
-            let mut out = Decoded::default();
-            let mut inst = iced_x86::Instruction::default();
-            while decoder.can_decode() {
-                decoder.decode_out(&mut inst);
-                if inst.is_invalid() {
-                    continue;
-                }
-                out.insts.push(inst.ip() << 4 | inst.len() as u64);
-                if inst.flow_control() == iced_x86::FlowControl::UnconditionalBranch
-                    && inst.is_jmp_short_or_near()
-                {
-                    out.jumps.push(inst.ip());
-                }
-            }
-            out
-        })
-    }
-
-    /// The ELF symbols of the executable sections: (address, name), sorted.
-    pub(crate) fn symbols(&self) -> &[(u64, Arc<str>)] {
-        &self.symbols
-    }
-
-    /// The chunks meeting `[b, e]`.
-    fn chunks_meeting(&self, b: u64, e: u64) -> impl Iterator<Item = &Chunk> {
-        let first = self.ends.partition_point(|&end| end <= b);
-        self.chunks[first..]
-            .iter()
-            .take_while(move |c| c.start <= e)
-    }
-
-    /// llvm-profgen's `rangeCrossUncondBranch`: a direct unconditional jump in `[b, e)`.
-    fn crosses_jump(&self, b: u64, e: u64) -> bool {
-        if e <= b {
-            return false;
-        }
-        self.chunks_meeting(b, e - 1).any(|c| {
-            let jumps = &self.decoded(c).jumps;
-            let i = jumps.partition_point(|&j| j < b);
-            jumps.get(i).is_some_and(|&j| j < e)
-        })
-    }
-
-    /// The instructions starting in `[b, e]`, in address order.
-    fn insts_in(&self, b: u64, e: u64) -> impl Iterator<Item = (u64, u8)> + '_ {
-        self.chunks_meeting(b, e).flat_map(move |c| {
-            let insts = &self.decoded(c).insts;
-            let i = insts.partition_point(|&x| x >> 4 < b);
-            insts[i..]
-                .iter()
-                .map(|&x| (x >> 4, (x & 15) as u8))
-                .take_while(move |x| x.0 <= e)
-        })
-    }
-}
 
 /// FunctionSamples::getCanonicalFnName with "selected": `.llvm.` and `.part.` suffixes cut
 /// when they are the name's last dotted part (`.__uniq.` kept).
@@ -230,7 +69,7 @@ impl<'a> Functions<'a> {
         }
         // `setIsFuncEntry`: a range holding an ELF symbol is an entry when its function has
         // one range or the symbol bears the function's name.
-        for (a, sym) in &code.symbols {
+        for (a, sym) in code.symbols() {
             let Some((&start, &(end, name, _, _))) = f.by_start.range(..=*a).next_back() else {
                 continue;
             };
@@ -311,103 +150,72 @@ fn frames(stack: &[FrameRef<'_>], names: &Names, out: &mut Vec<(u32, LineLocatio
     }
 }
 
-/// Profiles by top-level name id, as the parallel folds build them.
-type Profiles = HashMap<u32, FunctionSamples>;
-
-/// `getLeafProfileAndAddTotalSamples`.
-fn leaf<'p>(
-    profiles: &'p mut Profiles,
-    names: &Names,
-    frames: &[(u32, LineLocation)],
-    count: u64,
-) -> &'p mut FunctionSamples {
-    let mut f = profiles.entry(frames[0].0).or_default();
-    f.total += count;
-    for i in 1..frames.len() {
-        let at = LineLocation {
-            line: frames[i - 1].1.line,
-            disc: base_discriminator(frames[i - 1].1.disc),
-        };
-        f = f.callee_mut(at, names.ids[frames[i].0 as usize].clone());
-        f.total += count;
+/// `findDisjointRanges` of `ranges` (sorted by key, keys distinct), as (begin, end, count).
+/// Sorted arrays, not maps: on a large profile the maps of the boundaries and of the result
+/// were the run's peak of memory.
+fn disjoint(ranges: &[Counted]) -> Vec<(u64, u64, u64)> {
+    // Boundaries: (address, summed count, whether any range of count 0 is among them).
+    fn grouped(mut v: Vec<(u64, u64, bool)>) -> Vec<(u64, u64, bool)> {
+        v.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 += later.1;
+                kept.2 |= later.2;
+            }
+            same
+        });
+        v
     }
-    f
-}
-
-/// Two partial profiles of the same function as one: totals, heads and call targets add up,
-/// a line's count is the larger (each instruction is counted in one part only, and a line's
-/// count is the maximum over its instructions), or with `sum` (IP samples) the sum.
-fn merge_max(into: &mut FunctionSamples, from: FunctionSamples, sum: bool) {
-    into.total += from.total;
-    into.head += from.head;
-    for (loc, r) in from.body {
-        let mine = into.body.entry(loc).or_default();
-        mine.count = if sum {
-            mine.count + r.count
-        } else {
-            mine.count.max(r.count)
-        };
-        for (t, n) in r.targets {
-            *mine.targets.entry(t).or_default() += n;
-        }
-    }
-    for (loc, callees) in from.callsites {
-        let mine = into.callsites.entry(loc).or_default();
-        for (name, f) in callees {
-            merge_max(mine.entry(name).or_default(), f, sum);
-        }
-    }
-}
-
-/// `findDisjointRanges`.
-fn disjoint(ranges: &BTreeMap<(u64, u64), u64>) -> Vec<(u64, u64, u64)> {
-    #[derive(Default)]
-    struct Point {
-        begin: Option<u64>,
-        end: Option<u64>,
-        zero_begin: bool,
-        zero_end: bool,
-    }
-    let mut points: BTreeMap<u64, Point> = BTreeMap::new();
-    for (&(b, e), &n) in ranges {
-        let p = points.entry(b).or_default();
-        *p.begin.get_or_insert(0) += n;
-        p.zero_begin |= n == 0;
-        let p = points.entry(e).or_default();
-        *p.end.get_or_insert(0) += n;
-        p.zero_end |= n == 0;
-    }
+    let begins = grouped(ranges.iter().map(|&((b, _), n)| (b, n, n == 0)).collect());
+    let mut ends: Vec<(u64, u64, bool)> =
+        ranges.iter().map(|&((_, e), n)| (e, n, n == 0)).collect();
+    ends.sort_unstable_by_key(|x| x.0);
+    let ends = grouped(ends);
     let mut out = Vec::new();
     let mut begin: Option<u64> = None;
     let mut depth = 0i64;
     let mut count = 0u64;
-    for (&a, p) in &points {
-        if let Some(n) = p.begin {
+    let (mut i, mut j) = (0, 0);
+    while i < begins.len() || j < ends.len() {
+        // At one address, the ranges beginning there are taken before those ending there.
+        let a = match (begins.get(i), ends.get(j)) {
+            (Some(b), Some(e)) => b.0.min(e.0),
+            (Some(b), None) => b.0,
+            (None, Some(e)) => e.0,
+            (None, None) => unreachable!(),
+        };
+        if let Some(&(_, n, zero)) = begins.get(i).filter(|x| x.0 == a) {
+            i += 1;
             if let Some(b) = begin {
                 out.push((b, a - 1, count));
             }
             count += n;
             begin = Some(a);
-            depth += i64::from(p.zero_begin);
+            depth += i64::from(zero);
         }
-        if let Some(n) = p.end {
+        if let Some(&(_, n, zero)) = ends.get(j).filter(|x| x.0 == a) {
+            j += 1;
             if let Some(b) = begin {
                 out.push((b, a, count));
             }
             count -= n;
             begin = Some(a + 1);
-            depth -= i64::from(p.zero_end);
+            depth -= i64::from(zero);
             if count == 0 && depth == 0 {
                 begin = None;
             }
         }
     }
     // `DisjointRanges[{B, E}] = Count` is a map: a later equal key replaces an earlier one.
-    let mut map: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for (b, e, n) in out {
-        map.insert((b, e), n);
+    out.sort_by_key(|x| (x.0, x.1));
+    let mut kept: Vec<(u64, u64, u64)> = Vec::with_capacity(out.len());
+    for x in out {
+        match kept.last_mut() {
+            Some(last) if (last.0, last.1) == (x.0, x.1) => *last = x,
+            _ => kept.push(x),
+        }
     }
-    map.into_iter().map(|((b, e), n)| (b, e, n)).collect()
+    kept
 }
 
 /// LLVM 19's `FunctionSamples::updateCallsiteSamples`: raises every line's count to the sum
@@ -432,68 +240,6 @@ fn ambiguous(name: &str) -> bool {
     .any(|p| name.starts_with(p))
 }
 
-/// Which addresses start an instruction, for the chunks decoded so far: a bit per byte of
-/// the code's span (a binary search per address missed the cache on every step).
-pub(super) struct InstStarts {
-    base: u64,
-    bits: Vec<u64>,
-}
-
-impl InstStarts {
-    /// Decodes (in parallel) the chunks holding any of `addresses` and marks their
-    /// instructions. The addresses are not collected: a bit per chunk says which are touched.
-    pub(super) fn new(code: &Code, addresses: impl ParallelIterator<Item = u64>) -> InstStarts {
-        let words = code.chunks.len().div_ceil(64);
-        let marked = addresses
-            .fold(
-                || vec![0u64; words],
-                |mut bits, a| {
-                    let i = code.ends.partition_point(|&end| end <= a);
-                    if code.chunks.get(i).is_some_and(|c| c.start <= a) {
-                        bits[i / 64] |= 1 << (i % 64);
-                    }
-                    bits
-                },
-            )
-            .reduce(
-                || vec![0u64; words],
-                |mut a, b| {
-                    a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
-                    a
-                },
-            );
-        let touched: Vec<usize> = (0..code.chunks.len())
-            .filter(|&i| marked[i / 64] & (1 << (i % 64)) != 0)
-            .collect();
-        touched.par_iter().for_each(|&i| {
-            code.decoded(&code.chunks[i]);
-        });
-        let (base, end) = match (code.chunks.first(), code.chunks.last()) {
-            (Some(f), Some(l)) => (f.start, l.end),
-            _ => (0, 0),
-        };
-        let mut bits = vec![0u64; ((end - base) as usize).div_ceil(64)];
-        for &i in &touched {
-            let chunk = &code.chunks[i];
-            for &x in &code.decoded(chunk).insts {
-                let bit = ((x >> 4) - base) as usize;
-                bits[bit / 64] |= 1 << (bit % 64);
-            }
-        }
-        InstStarts { base, bits }
-    }
-
-    pub(super) fn contains(&self, a: u64) -> bool {
-        let Some(bit) = a.checked_sub(self.base) else {
-            return false;
-        };
-        let bit = bit as usize;
-        self.bits
-            .get(bit / 64)
-            .is_some_and(|w| w & (1 << (bit % 64)) != 0)
-    }
-}
-
 /// The ranges and branches llvm-profgen keeps of `traces`, each summed over its traces.
 fn ranges_and_branches(code: &Code, traces: &BinaryProfile) -> (Vec<Counted>, Vec<Counted>) {
     let addresses = traces
@@ -501,38 +247,49 @@ fn ranges_and_branches(code: &Code, traces: &BinaryProfile) -> (Vec<Counted>, Ve
         .par_iter()
         .flat_map_iter(|&((_, target, next), _)| [target, next])
         .filter(|&a| a != BR_ONLY);
-    let starts = InstStarts::new(code, addresses);
-    let (ranges, branches): (Vec<Counted>, Vec<Counted>) = traces
+    code.decode_at(addresses);
+    // Summed per chunk of traces as they are found, never as one list of every trace's copy
+    // (which took 260 MB on a 629 MB capture): ranges in a hash table per chunk, branches as
+    // runs, since the traces come sorted by branch.
+    let chunk = traces
         .traces
-        .par_iter()
-        .filter(|(_, c)| c.taken != 0)
-        .filter_map(|&((source, target, next), c)| {
-            if !starts.contains(target) {
-                return None;
+        .len()
+        .div_ceil(rayon::current_num_threads() * 4)
+        .max(1);
+    type Part = (HashMap<(u64, u64), u64>, Vec<Counted>);
+    let parts: Vec<Part> = traces
+        .traces
+        .par_chunks(chunk)
+        .map(|chunk| {
+            let mut ranges: HashMap<(u64, u64), u64> = HashMap::new();
+            let mut branches: Vec<Counted> = Vec::new();
+            for &((source, target, next), c) in chunk {
+                if c.taken == 0 || !code.starts_instruction(target) {
+                    continue;
+                }
+                if next != BR_ONLY
+                    && code.starts_instruction(next)
+                    && target <= next
+                    && !code.crosses_jump(target, next)
+                {
+                    *ranges.entry((target, next)).or_insert(0) += c.taken;
+                }
+                match branches.last_mut() {
+                    Some(last) if last.0 == (source, target) => last.1 += c.taken,
+                    _ => branches.push(((source, target), c.taken)),
+                }
             }
-            let range = (next != BR_ONLY
-                && starts.contains(next)
-                && target <= next
-                && !code.crosses_jump(target, next))
-            .then_some(((target, next), c.taken));
-            Some((range, ((source, target), c.taken)))
+            (ranges, branches)
         })
-        .fold(
-            || (Vec::new(), Vec::new()),
-            |(mut r, mut b), (range, branch)| {
-                r.extend(range);
-                b.push(branch);
-                (r, b)
-            },
-        )
-        .reduce(
-            || (Vec::new(), Vec::new()),
-            |(mut r1, mut b1), (r2, b2)| {
-                r1.extend(r2);
-                b1.extend(b2);
-                (r1, b1)
-            },
-        );
+        .collect();
+    let mut ranges: Vec<Counted> = Vec::new();
+    let mut branches: Vec<Counted> = Vec::new();
+    for (r, b) in parts {
+        ranges.extend(r);
+        branches.extend(b);
+    }
+    // Adjacent equal keys where chunks meet; `summed` sorts them anyway if the traces were
+    // not in branch order.
     (summed(ranges), summed(branches))
 }
 
@@ -541,7 +298,9 @@ pub(super) type Counted = ((u64, u64), u64);
 
 /// `v` sorted by key, equal keys summed (in place).
 fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
-    v.par_sort_unstable_by_key(|x| x.0);
+    if !v.is_sorted_by_key(|x| x.0) {
+        v.par_sort_unstable_by_key(|x| x.0);
+    }
     v.dedup_by(|later, kept| {
         let same = later.0 == kept.0;
         if same {
@@ -557,7 +316,7 @@ fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
 /// The llvm-profgen profile of `binary` from its LBR traces (read with
 /// [`KernelEntries::OutsideSkipped`](crate::perf::KernelEntries::OutsideSkipped)). The
 /// DWARF of the units the profile touches is decoded, nothing else.
-pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile, Report)> {
+pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Made, Report)> {
     let code = &binary.code;
     // IP samples (`--leading-ip-only`): a line's count is the sum over its instructions, with
     // no duplication factor, where LBR ranges take the maximum.
@@ -589,62 +348,31 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
         .iter()
         .map(|&(r, _)| r)
         .chain(branches.iter().flat_map(|&((s, t), _)| [(s, s), (t, t)]));
-    debug
-        .load_meeting(&dwarf, touched)
-        .map_err(|m| binary.error(m))?;
+    binary.load_meeting(&mut debug, &dwarf, touched)?;
     let namesakes = binary.symbols_named(debug.subprograms().map(|(_, name, _)| name));
-    debug
-        .load_meeting(&dwarf, namesakes.into_iter().map(|a| (a, a)))
-        .map_err(|m| binary.error(m))?;
+    binary.load_meeting(&mut debug, &dwarf, namesakes.into_iter().map(|a| (a, a)))?;
     let all = joined_ranges(&ranges, &Functions::new(&debug, code));
     let dis = disjoint(&all);
-    debug
-        .load_meeting(&dwarf, dis.iter().map(|&(b, e, _)| (b, e)))
-        .map_err(|m| binary.error(m))?;
+    // Only the disjoint ranges are symbolized.
+    drop((all, ranges));
+    binary.load_meeting(&mut debug, &dwarf, dis.iter().map(|&(b, e, _)| (b, e)))?;
     debug.seal();
     let functions = Functions::new(&debug, code);
     let names = Names::new(&debug);
-    // Contiguous blocks of ranges per task: a function's profile is then built in one or two
-    // tasks, not copied into every task's partial profile.
-    let block = dis.len().div_ceil(rayon::current_num_threads() * 8).max(1);
     // Each block's partial profile is merged into this one as soon as it is built: at most
-    // one partial per thread is alive, where a reduction tree kept many (and the branches'
-    // whole profile) next to the result.
-    let merged = std::sync::Mutex::new(Profiles::new());
-    let merge_in = |partial: Profiles| {
-        let mut all = merged.lock().expect("a merge panicked");
-        for (name, f) in partial {
-            merge_max(all.entry(name).or_default(), f, sum);
-        }
+    // one partial per thread is alive.
+    let how = match sum {
+        true => LineCount::Sum,
+        false => LineCount::Max,
     };
-    dis.par_chunks(block)
-        .map(|block| {
-            let mut profiles = Profiles::new();
-            let (mut stack, mut fr) = (Vec::new(), Vec::new());
-            for &(b, e, n) in block {
-                for (a, size) in code.insts_in(b, e) {
-                    debug.frames_at(a, &mut stack);
-                    frames(&stack, &names, &mut fr);
-                    if fr.is_empty() {
-                        continue;
-                    }
-                    let f = leaf(&mut profiles, &names, &fr, n * u64::from(size));
-                    let last = fr.last().expect("not empty").1;
-                    let loc = LineLocation {
-                        line: last.line,
-                        disc: base_discriminator(last.disc),
-                    };
-                    let r = f.body.entry(loc).or_default();
-                    if sum {
-                        r.count += n;
-                    } else {
-                        r.count = r.count.max(n * duplication_factor(last.disc));
-                    }
-                }
-            }
-            profiles
-        })
-        .for_each(merge_in);
+    let merged = std::sync::Mutex::new(FlatProfile::default());
+    let merge_in = |partial: FlatProfile| {
+        merged.lock().expect("a merge panicked").merge(partial, how);
+    };
+    // Only calls count among the branches; the others are let go before the profile grows.
+    let mut branches = branches;
+    branches.retain(|&((_, target), _)| functions.callee_at(target).is_some());
+    branches.shrink_to_fit();
     let block = branches
         .len()
         .div_ceil(rayon::current_num_threads() * 8)
@@ -652,8 +380,8 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
     branches
         .par_chunks(block)
         .map(|block| {
-            let mut profiles = Profiles::new();
-            let (mut stack, mut fr) = (Vec::new(), Vec::new());
+            let mut p = FlatProfile::default();
+            let (mut stack, mut fr, mut chain) = (Vec::new(), Vec::new(), Chain::default());
             for &((source, target), n) in block {
                 let Some(callee) = functions.callee_at(target) else {
                     continue;
@@ -661,52 +389,169 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Profile
                 let callee = names.of_node[callee as usize];
                 debug.frames_at(source, &mut stack);
                 frames(&stack, &names, &mut fr);
-                if !fr.is_empty() {
-                    let f = leaf(&mut profiles, &names, &fr, 0);
-                    let last = fr.last().expect("not empty").1;
-                    let loc = LineLocation {
-                        line: last.line,
-                        disc: base_discriminator(last.disc),
-                    };
-                    *f.body
-                        .entry(loc)
-                        .or_default()
-                        .targets
-                        .entry(names.ids[callee as usize].clone())
-                        .or_default() += n;
+                if let Some(&(_, last)) = fr.last() {
+                    let leaf = chain.leaf(&mut p, &fr, 0, base_discriminator);
+                    let loc = LineLocation::new(last.line, base_discriminator(last.disc));
+                    p.add_target(leaf, loc, callee, n);
                 }
-                profiles.entry(callee).or_default().head += n;
+                let top = p.top(callee);
+                p.add_head(top, n);
             }
-            profiles
+            p
         })
         .for_each(merge_in);
-    let profiles = merged.into_inner().expect("a merge panicked");
-    let mut out = Profile::default();
-    for (id, mut f) in profiles {
-        let name = &names.ids[id as usize];
-        if let FunctionId::Name(n) = name {
-            if ambiguous(&String::from_utf8_lossy(n)) {
-                continue;
+    drop(branches);
+    // Contiguous blocks of ranges per task: a function's profile is then built in one or two
+    // tasks, not copied into every task's partial profile.
+    let block = dis.len().div_ceil(rayon::current_num_threads() * 8).max(1);
+    dis.par_chunks(block)
+        .map(|block| {
+            let mut p = FlatProfile::default();
+            let (mut stack, mut fr, mut chain) = (Vec::new(), Vec::new(), Chain::default());
+            for &(b, e, n) in block {
+                for (a, size) in code.insts_in(b, e) {
+                    debug.frames_at(a, &mut stack);
+                    frames(&stack, &names, &mut fr);
+                    let Some(&(_, last)) = fr.last() else {
+                        continue;
+                    };
+                    let leaf = chain.leaf(&mut p, &fr, n * u64::from(size), base_discriminator);
+                    let loc = LineLocation::new(last.line, base_discriminator(last.disc));
+                    let n = match how {
+                        LineCount::Sum => n,
+                        LineCount::Max => n * duplication_factor(last.disc),
+                    };
+                    p.add_line(leaf, loc, n, how);
+                }
             }
-        }
-        update_callsite_samples(&mut f);
-        out.functions.insert(Context::Plain(name.clone()), f);
-    }
+            p
+        })
+        .for_each(merge_in);
+    drop(dis);
+    let profile = merged.into_inner().expect("a merge panicked");
+    let ambiguous: Vec<bool> = names
+        .ids
+        .iter()
+        .map(|name| match name {
+            FunctionId::Name(n) => ambiguous(&String::from_utf8_lossy(n)),
+            FunctionId::Hash(_) => false,
+        })
+        .collect();
     let report = Report {
-        functions: out.functions.len(),
+        functions: profile
+            .top_names()
+            .filter(|&n| !ambiguous[n as usize])
+            .count(),
         ..report
     };
-    Ok((out, report))
+    let made = Made {
+        profile,
+        names: names.ids,
+        ambiguous,
+    };
+    Ok((made, report))
+}
+
+/// An llvm-profgen profile as [`profile`] makes it: flat, built into the nested model one
+/// function at a time as it is written (the DWARF is gone by then).
+pub(crate) struct Made {
+    profile: FlatProfile,
+    names: Vec<FunctionId>,
+    /// By name id: names llvm-profgen leaves out of the profile.
+    ambiguous: Vec<bool>,
+}
+
+impl Made {
+    /// The number of top-level profiles, and the `i`th in the order LLVM's writers sort
+    /// them, built on demand from any thread.
+    pub(crate) fn into_functions(
+        self,
+    ) -> (usize, impl Fn(usize) -> (Context, FunctionSamples) + Sync) {
+        let ambiguous = self.ambiguous;
+        let functions = self
+            .profile
+            .into_functions(self.names, move |name| !ambiguous[name as usize]);
+        let n = functions.len();
+        let get = move |i| {
+            let (context, mut f) = functions.get(i);
+            update_callsite_samples(&mut f);
+            (context, f)
+        };
+        (n, get)
+    }
 }
 
 /// `preprocessRangeCounter`: the ranges, and with count 0 the ranges of the functions the
-/// ranges start in.
-fn joined_ranges(ranges: &[Counted], functions: &Functions<'_>) -> BTreeMap<(u64, u64), u64> {
-    let mut all: BTreeMap<(u64, u64), u64> = ranges.iter().copied().collect();
+/// ranges start in; sorted by key, keys distinct.
+fn joined_ranges(ranges: &[Counted], functions: &Functions<'_>) -> Vec<Counted> {
+    let mut all: Vec<Counted> = ranges.to_vec();
     for &((b, _), _) in ranges {
         for &(fb, fe) in functions.ranges_at(b) {
-            all.entry((fb, fe - 1)).or_insert(0);
+            all.push(((fb, fe - 1), 0));
         }
     }
-    all
+    // Adding the zeros is keeping the range's own count.
+    summed(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `findDisjointRanges` as LLVM writes it, with maps: the reference for [`disjoint`].
+    fn disjoint_with_maps(ranges: &[Counted]) -> Vec<(u64, u64, u64)> {
+        #[derive(Default)]
+        struct Point {
+            begin: Option<u64>,
+            end: Option<u64>,
+            zero_begin: bool,
+            zero_end: bool,
+        }
+        let mut points: BTreeMap<u64, Point> = BTreeMap::new();
+        for &((b, e), n) in ranges {
+            let p = points.entry(b).or_default();
+            *p.begin.get_or_insert(0) += n;
+            p.zero_begin |= n == 0;
+            let p = points.entry(e).or_default();
+            *p.end.get_or_insert(0) += n;
+            p.zero_end |= n == 0;
+        }
+        let mut map: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        let mut begin: Option<u64> = None;
+        let (mut depth, mut count) = (0i64, 0u64);
+        for (&a, p) in &points {
+            if let Some(n) = p.begin {
+                if let Some(b) = begin {
+                    map.insert((b, a - 1), count);
+                }
+                count += n;
+                begin = Some(a);
+                depth += i64::from(p.zero_begin);
+            }
+            if let Some(n) = p.end {
+                if let Some(b) = begin {
+                    map.insert((b, a), count);
+                }
+                count -= n;
+                begin = Some(a + 1);
+                depth -= i64::from(p.zero_end);
+                if count == 0 && depth == 0 {
+                    begin = None;
+                }
+            }
+        }
+        map.into_iter().map(|((b, e), n)| (b, e, n)).collect()
+    }
+
+    proptest! {
+        #[test]
+        fn disjoint_equals_llvms_map_based_split(
+            raw in prop::collection::vec((1u64..60, 0u64..12, 0u64..4), 0..40)
+        ) {
+            // Small addresses so that ranges share boundaries and nest; counts of 0 included.
+            let ranges = summed(raw.iter().map(|&(b, len, n)| ((b, b + len), n)).collect());
+            prop_assert_eq!(disjoint(&ranges), disjoint_with_maps(&ranges));
+        }
+    }
 }

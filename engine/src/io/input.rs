@@ -69,6 +69,18 @@ fn special_kind(_: std::fs::FileType) -> &'static str {
 }
 
 impl InputBytes {
+    /// Drops the pages of `self[range]` from this process's memory when they are mapped (the
+    /// page cache keeps them; a later read faults them in again): for bytes decoded once and
+    /// not read again.
+    pub fn release(&self, range: std::ops::Range<usize>) {
+        if let InputBytes::Mapped(map) = self {
+            let end = range.end.min(map.len());
+            if range.start < end {
+                release_pages(map, range.start, end - range.start);
+            }
+        }
+    }
+
     /// The bytes of `path`: a large regular file is mapped (and advised sequential), anything
     /// else — a small file, a pipe, a device — is read whole.
     pub fn open(path: &Path) -> std::io::Result<InputBytes> {
@@ -87,4 +99,11 @@ impl InputBytes {
         let _ = map.advise(memmap2::Advice::Sequential);
         Ok(InputBytes::Mapped(map))
     }
+}
+
+/// Drops the pages of `map[offset..offset + len]` from this process (the page cache keeps them).
+pub(crate) fn release_pages(map: &memmap2::Mmap, offset: usize, len: usize) {
+    // SAFETY: the mapping is a read-only, never-written file mapping: dropping its pages only
+    // makes a later access fault them in again from the file, it cannot change what is read.
+    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
 }

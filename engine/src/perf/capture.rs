@@ -18,6 +18,7 @@ use formats::perf::{
 };
 
 use crate::error::{io_error, Error, Result};
+use crate::io::input::release_pages;
 use crate::io::progress::{NoProgress, Progress};
 
 /// Shards are cut at the first record boundary past this many bytes.
@@ -177,13 +178,6 @@ impl Work<'_> {
             release_pages(map, *base as usize, data.len());
         }
     }
-}
-
-/// Drops the pages of `map[offset..offset + len]` from this process (the page cache keeps them).
-fn release_pages(map: &memmap2::Mmap, offset: usize, len: usize) {
-    // SAFETY: the mapping is a read-only, never-written file mapping: dropping its pages only
-    // makes a later access fault them in again from the file, it cannot change what is read.
-    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, len) };
 }
 
 /// The result of the index pass over an uncompressed file-mode capture.

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::gcov_v4;
-use formats::sampleprof::{self as sp, text, Context, Profile};
+use formats::sampleprof::{self as sp, text, Context, FunctionSamples, Profile};
 
 use crate::io::output::write_atomically;
 pub use crate::io::InputBytes;
@@ -342,11 +342,7 @@ pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> 
         return write_bytes(&buf, output);
     }
     if let Some(pieces) = fast_convert(data, format) {
-        return write_atomically(output, |w| pieces.iter().try_for_each(|p| w.write_all(p)))
-            .map_err(|e| match e {
-                crate::error::Error::Io { path, source } => Error::Io { path, source },
-                other => Error::Incompatible(other.to_string()),
-            });
+        return write_output(output, |w| pieces.iter().try_for_each(|p| w.write_all(p)));
     }
     let profile = sp::read(data).map_err(format_error)?;
     match format {
@@ -399,8 +395,43 @@ pub fn write(profile: &Profile, format: OutputFormat, path: &Path) -> Result<()>
     write_bytes(&buf, path)
 }
 
+/// Writes as text, atomically, a context-less profile whose `n` top-level profiles, in the
+/// order the writers sort them, are made by `function(i)`: they are made and formatted in
+/// parallel, a batch at a time, and written in order, so the profile never exists whole.
+pub fn write_text_functions(
+    n: usize,
+    function: impl Fn(usize) -> (Context, FunctionSamples) + Sync,
+    path: &Path,
+) -> Result<()> {
+    use rayon::prelude::*;
+    // The first functions are the largest (most samples): small batches keep them apart.
+    const BATCH: usize = 256;
+    write_output(path, |out| {
+        for start in (0..n).step_by(BATCH) {
+            let texts: Vec<Vec<u8>> = (start..n.min(start + BATCH))
+                .into_par_iter()
+                .map(|i| {
+                    let mut text = Vec::new();
+                    text::write_functions([function(i)], &mut text).expect("writes to memory");
+                    text
+                })
+                .collect();
+            texts.iter().try_for_each(|t| out.write_all(t))?;
+        }
+        Ok(())
+    })
+}
+
 fn write_bytes(buf: &[u8], path: &Path) -> Result<()> {
-    write_atomically(path, |w| w.write_all(buf)).map_err(|e| match e {
+    write_output(path, |w| w.write_all(buf))
+}
+
+/// [`write_atomically`] with this domain's errors.
+fn write_output(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    write_atomically(path, write).map_err(|e| match e {
         crate::error::Error::Io { path, source } => Error::Io { path, source },
         other => Error::Incompatible(other.to_string()),
     })

@@ -447,6 +447,25 @@ pub fn write(profile: &Profile, out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Writes top-level profiles of a context-less profile without pseudo probes one at a time,
+/// in the order given, as [`write`] writes them: for a profile built one function at a time
+/// as it is written. The order [`write`] uses is [`Profile::sorted_functions`]'.
+pub fn write_functions(
+    functions: impl IntoIterator<Item = (Context, FunctionSamples)>,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let mut w = TextWriter {
+        out,
+        kind_cs: false,
+        probe: false,
+        num: itoa::Buffer::new(),
+    };
+    for (ctx, fs) in functions {
+        w.function(Some(&ctx), None, &fs, 0)?;
+    }
+    Ok(())
+}
+
 struct TextWriter<'w, W: Write> {
     out: &'w mut W,
     kind_cs: bool,
