@@ -22,6 +22,21 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc v3's `mi_option_purge_delay` (its index in `mi_option_e` of the vendored
+/// `mimalloc.h`; libmimalloc-sys names no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// mimalloc v3 keeps freed memory resident for 1 s (its arenas' for 10 s) before returning it
+/// to the system. The engine frees large tables between phases and then builds others (the
+/// capture's traces, then the DWARF and the profile in `autofdo`), so those freed tables
+/// counted in the peak resident memory (+100 MB on a 629 MB capture). 10 ms, mimalloc v2's
+/// default, returns them in time at no measured cost in speed.
+fn tune_allocator() {
+    // SAFETY: `mi_option_set` stores an integer option of the allocator, which reads it when
+    // it next purges; no memory is touched.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
+}
+
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -118,6 +133,7 @@ fn is_llvm19(argv0: &std::ffi::OsStr, name: &str) -> bool {
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let mut argv = std::env::args_os();
     let argv0 = argv.next().unwrap_or_default();
     let args: Vec<std::ffi::OsString> = argv.collect();
@@ -224,5 +240,23 @@ mod tests {
                 "{argv0}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod allocator_tests {
+    use super::*;
+
+    #[test]
+    fn the_purge_delay_option_is_the_one_tuned() {
+        // SAFETY: reads an integer option.
+        let get = |o| unsafe { libmimalloc_sys::mi_option_get(o) };
+        // mimalloc v3's default purge delay (options.c): a shifted index would read another
+        // option, none of which defaults to 1000.
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            assert_eq!(get(MI_OPTION_PURGE_DELAY), 1000);
+        }
+        tune_allocator();
+        assert_eq!(get(MI_OPTION_PURGE_DELAY), 10);
     }
 }
