@@ -235,6 +235,54 @@ fn test_lbr_gcov_equals_create_gcov() {
     );
 }
 
+/// `--ip-samples` on autofdo's test.lbr in a gcov format: equal to `create_gcov
+/// --use_lbr=false` (lines from the sample IPs; heads, call targets and the threshold still
+/// from the branch stacks), after `llvm-profdata-19 merge --sample --text`; not the LBR
+/// profile.
+#[test]
+fn ip_samples_gcov_equal_create_gcov_without_lbr() {
+    if !have_gcov_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let binary = d.join("test.binary");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
+    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let theirs = d.join("theirs.afdo");
+    run_ok(
+        Command::new(CREATE_GCOV)
+            .arg(format!("--binary={}", binary.display()))
+            .arg(format!("--profile={}", capture.display()))
+            .arg(format!("--gcov={}", theirs.display()))
+            .arg("--use_lbr=false"),
+    );
+    let mine = d.join("ours.afdo");
+    run_ok(
+        profmill()
+            .args([
+                "autofdo",
+                "--style",
+                "autofdo",
+                "--format",
+                "gcov",
+                "--ip-samples",
+            ])
+            .arg("-b")
+            .arg(&binary)
+            .arg("-p")
+            .arg(&capture)
+            .arg("-o")
+            .arg(&mine),
+    );
+    let o = normalized(&mine);
+    assert!(o.starts_with("longest_match:"), "{o}");
+    assert_eq!(o, normalized(&theirs));
+    let lbr = d.join("lbr.afdo");
+    ours_autofdo(&binary, &capture, "gcov", &lbr);
+    assert_ne!(o, normalized(&lbr));
+}
+
 /// The C++ program and its library built with `-gdwarf-4` (create_gcov 0.19 reads no DWARF
 /// 5), a generated LBR capture of both: our gcov output equals create_gcov's for each after
 /// normalization. `main` ends at `_start`'s first byte here, so `_start` has no line (autofdo
