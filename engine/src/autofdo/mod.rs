@@ -566,6 +566,9 @@ fn autofdo_profile_with(
             *m.ips.entry(a).or_default() += n;
         }
     }
+    // Each function's maps hold what follows; the traces and the sums over all are let go.
+    let (range_count, branch_count) = (ranges.len(), branches.len());
+    drop((traces, ranges, branches));
     // A function's aggregated count: its ranges' when it has any, else its IP samples'.
     let aggregated = |m: &FunctionMaps| -> u64 {
         match m.ranges.is_empty() {
@@ -641,7 +644,8 @@ fn autofdo_profile_with(
     }
     let mut out = Profile::default();
     let mut functions = 0;
-    for (name, sym) in &named {
+    // Each symbol is dropped once converted: the two models are never whole together.
+    for (name, sym) in named {
         if sym.total <= threshold {
             continue;
         }
@@ -659,8 +663,8 @@ fn autofdo_profile_with(
     Ok((
         out,
         Report {
-            ranges: ranges.len(),
-            branches: branches.len(),
+            ranges: range_count,
+            branches: branch_count,
             total_count,
             functions,
         },

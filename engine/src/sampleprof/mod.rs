@@ -386,6 +386,10 @@ pub fn fast_convert(data: &[u8], format: OutputFormat) -> Option<Vec<Vec<u8>>> {
 
 /// Writes `profile` to `path` atomically (no partial file on failure).
 pub fn write(profile: &Profile, format: OutputFormat, path: &Path) -> Result<()> {
+    // Text cannot fail but in writing: it streams (a large profile's text is not held).
+    if let OutputFormat::Text = format {
+        return write_output(path, |mut w| text::write(profile, &mut w));
+    }
     // Encode first so that a format error is reported as such, not as an I/O failure.
     let mut buf = Vec::new();
     write_to(profile, format, &mut buf).map_err(|source| Error::Write {
