@@ -2,12 +2,14 @@
 //! profile builds without profile warnings and makes the same decisions as with llvm-profgen
 //! 19's profile of the same capture.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::autofdo::{
     clang_program, have_profgen_tools, llvm_profgen, normalized, ours_profgen, PROGRAM_C,
 };
+use crate::autofdo_gcc::{LIBRARY_C, PROGRAM_CC};
+use crate::autofdo_ips::{llvm_profgen_ips, record_cpu_clock};
 use crate::common::*;
 use testsupport::*;
 
@@ -234,4 +236,75 @@ fn llvm_profgen_gives_external_calls_to_a_discarded_function_at_address_0() {
     );
     assert!(!ours.contains("unused_helper"), "{ours}");
     assert_eq!(ours, format!("{before}\n{rest}"));
+}
+
+/// The C++ program of `autofdo_gcc` (inlining three levels deep, loops with discriminators, a
+/// jump-table switch, indirect calls through a table, templates, exceptions) and its shared
+/// library, built by clang-19 `-O2 -g -fdebug-info-for-profiling`: a PIE and a library.
+fn clang_cxx_program(dir: &Path) -> (PathBuf, PathBuf) {
+    std::fs::write(dir.join("prog.cc"), PROGRAM_CC).unwrap();
+    std::fs::write(dir.join("work.c"), LIBRARY_C).unwrap();
+    let lib = dir.join("libwork.so");
+    run_ok(
+        Command::new(CLANG_19)
+            .args(["-O2", "-fPIC", "-shared", "-Wl,--build-id", "work.c", "-o"])
+            .arg(&lib)
+            .args(PROFILED_FLAGS)
+            .current_dir(dir),
+    );
+    let prog = dir.join("prog");
+    run_ok(
+        Command::new(CLANGXX_19)
+            .args(["-O2", "-Wl,--build-id", "prog.cc"])
+            .args(["-L.", "-lwork", "-Wl,-rpath,$ORIGIN", "-o"])
+            .arg(&prog)
+            .args(PROFILED_FLAGS)
+            .current_dir(dir),
+    );
+    (prog, lib)
+}
+
+/// The default style against llvm-profgen 19 on the clang-19 C++ program (a PIE) and on its
+/// shared library, with a generated LBR capture of both (kernel entries, several processes);
+/// then the program from a real cpu-clock capture (IP samples; see `autofdo_ips`).
+#[test]
+fn clang_cxx_program_and_library_equal_llvm_profgen() {
+    if !have_profgen_tools() || !have_tool(CLANGXX_19) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (prog, lib) = clang_cxx_program(d);
+    let capture = d.join("lbr.data");
+    generate_capture(&capture, &[&prog, &lib], 2, 5_000, false, 7);
+    // The switch, a template instance, the function that throws, an indirect callee; the
+    // library's function.
+    let expected: [(&Path, &[&str]); 2] = [
+        (
+            &prog,
+            &["_Z2swi:", "_ZN3AccIiE3addEi:", "_Z9may_throwi:", "_Z3f_ci:"],
+        ),
+        (&lib, &["lib_work:"]),
+    ];
+    for (binary, names) in expected {
+        let stem = binary.file_name().unwrap().to_string_lossy().into_owned();
+        let theirs = d.join(format!("{stem}.theirs.txt"));
+        let mine = d.join(format!("{stem}.ours.txt"));
+        llvm_profgen(binary, &capture, &theirs);
+        ours_profgen(binary, &capture, &mine);
+        let (o, t) = (normalized(&mine), normalized(&theirs));
+        for name in names {
+            assert!(o.contains(name), "{stem}: {name} in {o}");
+        }
+        assert_eq!(o, t, "{stem}");
+    }
+    let Some(real) = record_cpu_clock(&prog, d) else {
+        return;
+    };
+    let (theirs, mine) = (d.join("real.theirs.txt"), d.join("real.ours.txt"));
+    llvm_profgen_ips(&prog, &real, &theirs);
+    ours_profgen(&prog, &real, &mine);
+    let (o, t) = (normalized(&mine), normalized(&theirs));
+    assert!(o.contains("main:"), "{o}");
+    assert_eq!(o, t, "real cpu-clock capture");
 }

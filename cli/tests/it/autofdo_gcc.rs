@@ -12,7 +12,7 @@ use crate::autofdo_ips::{llvm_profgen_ips, record_cpu_clock};
 use crate::common::*;
 use testsupport::*;
 
-const PROGRAM_CC: &str = r#"#include <cstdio>
+pub(crate) const PROGRAM_CC: &str = r#"#include <cstdio>
 #include <stdexcept>
 extern "C" int lib_work(int);
 
@@ -84,7 +84,7 @@ int main(int argc, char **) {
 }
 "#;
 
-const LIBRARY_C: &str = r#"static inline int step(int s, int i, int x) { return (i & 3) ? s + i * x : s ^ x; }
+pub(crate) const LIBRARY_C: &str = r#"static inline int step(int s, int i, int x) { return (i & 3) ? s + i * x : s ^ x; }
 int lib_work(int x) {
   int s = 0;
   for (int i = 0; i < (x & 31); i++)
