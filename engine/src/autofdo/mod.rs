@@ -196,7 +196,7 @@ enum Discriminators {
 
 /// autofdo's `SourceInfo::Offset`: `(line - start_line) << 16 | discriminator`, in 32 bits,
 /// the discriminator decoded as `d` says.
-fn offset(f: &Frame, d: Discriminators) -> u32 {
+fn offset(f: &FrameRef<'_>, d: Discriminators) -> u32 {
     let disc = match d {
         Discriminators::Llvm => base_discriminator(f.discriminator),
         Discriminators::Raw => f.discriminator,
@@ -238,17 +238,17 @@ struct Pos {
     targets: BTreeMap<String, u64>,
 }
 
-/// autofdo's `Symbol`.
+/// autofdo's `Symbol`; inlined callees are keyed by names borrowed from the [`DebugInfo`].
 #[derive(Clone, Debug, Default)]
-struct Symbol {
+struct Symbol<'a> {
     total: u64,
     head: u64,
     pos: BTreeMap<u32, Pos>,
-    callsites: BTreeMap<(u32, Arc<str>), Symbol>,
+    callsites: BTreeMap<(u32, &'a str), Symbol<'a>>,
 }
 
-impl Symbol {
-    fn merge(&mut self, other: &Symbol) {
+impl<'a> Symbol<'a> {
+    fn merge(&mut self, other: &Symbol<'a>) {
         self.total += other.total;
         self.head += other.head;
         for (o, p) in &other.pos {
@@ -259,19 +259,24 @@ impl Symbol {
             }
         }
         for (k, s) in &other.callsites {
-            self.callsites.entry(k.clone()).or_default().merge(s);
+            self.callsites.entry(*k).or_default().merge(s);
         }
     }
 
     /// autofdo's `TraverseInlineStack`: the symbol of the innermost frame, adding `count` to
     /// every total on the way.
-    fn traverse(&mut self, stack: &[Frame], count: u64, d: Discriminators) -> &mut Symbol {
+    fn traverse(
+        &mut self,
+        stack: &[FrameRef<'a>],
+        count: u64,
+        d: Discriminators,
+    ) -> &mut Symbol<'a> {
         self.total += count;
         let mut s = self;
         for i in (1..stack.len()).rev() {
             s = s
                 .callsites
-                .entry((offset(&stack[i], d), stack[i - 1].name.clone()))
+                .entry((offset(&stack[i], d), stack[i - 1].name))
                 .or_default();
             s.total += count;
         }
@@ -279,7 +284,7 @@ impl Symbol {
     }
 
     /// autofdo's `AddSourceCount` with `MAX`.
-    fn add_source_count(&mut self, stack: &[Frame], count: u64, d: Discriminators) {
+    fn add_source_count(&mut self, stack: &[FrameRef<'a>], count: u64, d: Discriminators) {
         // Lines before the function's declaration (line-0 rows) count too.
         if stack.is_empty() {
             return;
@@ -343,36 +348,53 @@ type Heads = Vec<(Arc<str>, u64)>;
 
 /// The symbol of one processed function (`m`) and the head samples its branches give to the
 /// functions they call; `emitted` are the processed functions.
-fn function_symbol(
+fn function_symbol<'a>(
     binary: &Binary,
-    debug: &DebugInfo,
+    debug: &'a DebugInfo,
     m: &FunctionMaps,
-    emitted: &BTreeMap<Arc<str>, Symbol>,
+    emitted: &BTreeMap<Arc<str>, Symbol<'a>>,
     (d, lines_from_ips): (Discriminators, bool),
-) -> (Symbol, Heads) {
+) -> (Symbol<'a>, Heads) {
     let mut sym = Symbol::default();
     let mut heads = Vec::new();
-    // The instruction map: every byte's inline stack, each seen with count 0.
-    let stacks: Vec<Vec<Frame>> = (m.start..m.end).map(|a| debug.inline_stack(a)).collect();
-    for s in &stacks {
-        sym.add_source_count(s, 0, d);
+    // The instruction map: every byte's inline stack, each seen with count 0. Neighbouring
+    // bytes mostly share theirs: each distinct run's stack is kept once.
+    let len = (m.end - m.start) as usize;
+    let mut stacks: Vec<Vec<FrameRef<'a>>> = Vec::new();
+    let mut stack_at: Vec<u32> = Vec::with_capacity(len);
+    let mut frames = Vec::new();
+    for a in m.start..m.end {
+        debug.frames_at(a, &mut frames);
+        if stacks.last() != Some(&frames) {
+            sym.add_source_count(&frames, 0, d);
+            stacks.push(frames.clone());
+        }
+        stack_at.push((stacks.len() - 1) as u32);
     }
-    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-    // Lines come from the IP samples when there are any (create_llvm_prof --use_lbr=false
-    // reads the branch stacks only for heads and call targets), else from the ranges.
+    let stack = |a: u64| &stacks[stack_at[(a - m.start) as usize] as usize];
+    // Each byte's count: the ranges over it (as differences, summed once), or the IP samples
+    // when the lines come from them (create_llvm_prof --use_lbr=false reads the branch
+    // stacks only for heads and call targets).
+    let mut counts: Vec<i128> = vec![0; len + 1];
     if !lines_from_ips {
         for (&(b, e), &n) in &m.ranges {
-            for a in b.max(m.start)..=e.min(m.end - 1) {
-                *counts.entry(a).or_default() += n;
+            let (b, e) = (b.max(m.start), e.min(m.end - 1));
+            if b <= e {
+                counts[(b - m.start) as usize] += i128::from(n);
+                counts[(e + 1 - m.start) as usize] -= i128::from(n);
             }
+        }
+        for i in 1..len {
+            counts[i] += counts[i - 1];
         }
     }
     for (&a, &n) in &m.ips {
-        *counts.entry(a).or_default() += n;
+        counts[(a - m.start) as usize] += i128::from(n);
     }
-    for (&a, &n) in &counts {
-        let s = &stacks[(a - m.start) as usize];
-        if !s.is_empty() {
+    for (i, &n) in counts[..len].iter().enumerate() {
+        let s = stack(m.start + i as u64);
+        if n > 0 && !s.is_empty() {
+            let n = n as u64;
             sym.add_source_count(s, n * duplication_factor(s[0].discriminator), d);
         }
     }
@@ -387,7 +409,7 @@ fn function_symbol(
             continue;
         }
         heads.push((callee.clone(), n));
-        let s = &stacks[(from - m.start) as usize];
+        let s = stack(from);
         if s.is_empty() {
             continue;
         }
