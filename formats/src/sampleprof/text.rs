@@ -448,8 +448,8 @@ pub fn write(profile: &Profile, out: &mut impl Write) -> std::io::Result<()> {
 }
 
 /// Writes top-level profiles of a context-less profile without pseudo probes one at a time,
-/// in the order given, as [`write`] writes them: for a profile built one function at a time
-/// as it is written. The order [`write`] uses is [`Profile::sorted_functions`]'.
+/// in the order given, as [`write()`] writes them: for a profile built one function at a time
+/// as it is written. [`write()`] uses the order of [`Profile::sorted_functions`].
 pub fn write_functions(
     functions: impl IntoIterator<Item = (Context, FunctionSamples)>,
     out: &mut impl Write,
