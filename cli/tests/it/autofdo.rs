@@ -21,6 +21,14 @@ pub(crate) fn normalized(input: &Path) -> String {
     String::from_utf8(std::fs::read(&out).unwrap()).unwrap()
 }
 
+/// autofdo's test.lbr in `dir`: the binary copied there (the tools write beside it), and the
+/// capture.
+pub(crate) fn test_lbr_in(dir: &Path) -> (PathBuf, PathBuf) {
+    let binary = dir.join("test.binary");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
+    (binary, shared_perf("autofdo-test.lbr.perf.data"))
+}
+
 /// The placeholder for an inlined callee name that create_llvm_prof 0.19 printed as garbage.
 const GARBLED: &str = "@garbled@";
 
@@ -157,9 +165,7 @@ fn test_lbr_equals_create_llvm_prof_but_its_garbled_inline_names() {
     }
     let dir = tempfile::tempdir().unwrap();
     // The capture mapped its binary as `/export/hda3/tmp/test.binary`.
-    let binary = dir.path().join("test.binary");
-    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
-    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let (binary, capture) = test_lbr_in(dir.path());
     let theirs = dir.path().join("theirs.txt");
     create_llvm_prof(&binary, &capture, &theirs);
     let (clean, garbled) = ungarble(&std::fs::read(&theirs).unwrap());
@@ -332,9 +338,7 @@ fn test_lbr_equals_llvm_profgen() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let binary = dir.path().join("test.binary");
-    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
-    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let (binary, capture) = test_lbr_in(dir.path());
     let (theirs, mine) = (dir.path().join("theirs.txt"), dir.path().join("ours.txt"));
     llvm_profgen(&binary, &capture, &theirs);
     ours_profgen(&binary, &capture, &mine);

@@ -8,8 +8,7 @@ use std::process::Command;
 use crate::autofdo::{
     clang_program, have_profgen_tools, llvm_profgen, normalized, ours_profgen, PROGRAM_C,
 };
-use crate::autofdo_gcc::{LIBRARY_C, PROGRAM_CC};
-use crate::autofdo_ips::{llvm_profgen_ips, record_cpu_clock};
+use crate::autofdo_gcc::{program_and_library_equal_llvm_profgen, LIBRARY_C, PROGRAM_CC};
 use crate::common::*;
 use testsupport::*;
 
@@ -275,8 +274,6 @@ fn clang_cxx_program_and_library_equal_llvm_profgen() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (prog, lib) = clang_cxx_program(d);
-    let capture = d.join("lbr.data");
-    generate_capture(&capture, &[&prog, &lib], 2, 5_000, false, 7);
     // The switch, a template instance, the function that throws, an indirect callee; the
     // library's function.
     let expected: [(&Path, &[&str]); 2] = [
@@ -286,25 +283,5 @@ fn clang_cxx_program_and_library_equal_llvm_profgen() {
         ),
         (&lib, &["lib_work:"]),
     ];
-    for (binary, names) in expected {
-        let stem = binary.file_name().unwrap().to_string_lossy().into_owned();
-        let theirs = d.join(format!("{stem}.theirs.txt"));
-        let mine = d.join(format!("{stem}.ours.txt"));
-        llvm_profgen(binary, &capture, &theirs);
-        ours_profgen(binary, &capture, &mine);
-        let (o, t) = (normalized(&mine), normalized(&theirs));
-        for name in names {
-            assert!(o.contains(name), "{stem}: {name} in {o}");
-        }
-        assert_eq!(o, t, "{stem}");
-    }
-    let Some(real) = record_cpu_clock(&prog, d) else {
-        return;
-    };
-    let (theirs, mine) = (d.join("real.theirs.txt"), d.join("real.ours.txt"));
-    llvm_profgen_ips(&prog, &real, &theirs);
-    ours_profgen(&prog, &real, &mine);
-    let (o, t) = (normalized(&mine), normalized(&theirs));
-    assert!(o.contains("main:"), "{o}");
-    assert_eq!(o, t, "real cpu-clock capture");
+    program_and_library_equal_llvm_profgen(d, &expected, 7);
 }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::autofdo::{have_profgen_tools, llvm_profgen, normalized, ours_profgen};
+use crate::autofdo::{have_profgen_tools, llvm_profgen, normalized, ours_profgen, test_lbr_in};
 use crate::autofdo_ips::{llvm_profgen_ips, record_cpu_clock};
 use crate::common::*;
 use testsupport::*;
@@ -148,24 +148,40 @@ fn gcc_program_and_library_equal_llvm_profgen() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (prog, lib) = gcc_program(d, &[]);
+    let expected: [(&Path, &[&str]); 2] = [(&prog, &["_Z2swi:"]), (&lib, &["lib_work:"])];
+    program_and_library_equal_llvm_profgen(d, &expected, 5);
+}
+
+/// The default style against llvm-profgen 19 on each of `binaries` (the program first, then
+/// its library), each profile holding its listed names, with a generated LBR capture of all
+/// of them (seed `seed`); then the program from a real cpu-clock capture.
+pub(crate) fn program_and_library_equal_llvm_profgen(
+    d: &Path,
+    binaries: &[(&Path, &[&str])],
+    seed: u64,
+) {
     let capture = d.join("lbr.data");
-    generate_capture(&capture, &[&prog, &lib], 2, 5_000, false, 5);
-    for (binary, name) in [(&prog, "_Z2swi"), (&lib, "lib_work")] {
+    let paths: Vec<&Path> = binaries.iter().map(|&(b, _)| b).collect();
+    generate_capture(&capture, &paths, 2, 5_000, false, seed);
+    for &(binary, names) in binaries {
         let stem = binary.file_name().unwrap().to_string_lossy().into_owned();
         let theirs = d.join(format!("{stem}.theirs.txt"));
         let mine = d.join(format!("{stem}.ours.txt"));
         llvm_profgen(binary, &capture, &theirs);
         ours_profgen(binary, &capture, &mine);
         let (o, t) = (normalized(&mine), normalized(&theirs));
-        assert!(o.contains(&format!("{name}:")), "{stem}: {o}");
+        for name in names {
+            assert!(o.contains(name), "{stem}: {name} in {o}");
+        }
         assert_eq!(o, t, "{stem}");
     }
-    let Some(real) = record_cpu_clock(&prog, d) else {
+    let prog = paths[0];
+    let Some(real) = record_cpu_clock(prog, d) else {
         return;
     };
     let (theirs, mine) = (d.join("real.theirs.txt"), d.join("real.ours.txt"));
-    llvm_profgen_ips(&prog, &real, &theirs);
-    ours_profgen(&prog, &real, &mine);
+    llvm_profgen_ips(prog, &real, &theirs);
+    ours_profgen(prog, &real, &mine);
     let (o, t) = (normalized(&mine), normalized(&theirs));
     assert!(o.contains("main:"), "{o}");
     assert_eq!(o, t, "real cpu-clock capture");
@@ -173,22 +189,34 @@ fn gcc_program_and_library_equal_llvm_profgen() {
 
 /// `create_gcov` (AutoFDO 0.19; its default output is the `407*` gcov LLVM reads).
 fn create_gcov(binary: &Path, profile: &Path, out: &Path) {
+    create_gcov_with(binary, profile, out, &[]);
+}
+
+/// [`create_gcov`] with `extra` options.
+fn create_gcov_with(binary: &Path, profile: &Path, out: &Path, extra: &[&str]) {
     run_ok(
         Command::new(CREATE_GCOV)
             .arg(format!("--binary={}", binary.display()))
             .arg(format!("--profile={}", profile.display()))
-            .arg(format!("--gcov={}", out.display())),
+            .arg(format!("--gcov={}", out.display()))
+            .args(extra),
     );
 }
 
 /// `profmill autofdo --style autofdo --format FORMAT`.
 fn ours_autofdo(binary: &Path, capture: &Path, format: &str, out: &Path) {
+    ours_autofdo_with(binary, capture, format, out, &[]);
+}
+
+/// [`ours_autofdo`] with `extra` options.
+fn ours_autofdo_with(binary: &Path, capture: &Path, format: &str, out: &Path, extra: &[&str]) {
     run_ok(
         profmill()
             .args(["autofdo", "--style", "autofdo", "--format", format, "-b"])
             .arg(binary)
             .arg("-p")
             .arg(capture)
+            .args(extra)
             .arg("-o")
             .arg(out),
     );
@@ -210,9 +238,7 @@ fn test_lbr_gcov_equals_create_gcov() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("test.binary");
-    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
-    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let (binary, capture) = test_lbr_in(d);
     let (theirs, mine) = (d.join("theirs.afdo"), d.join("ours.afdo"));
     create_gcov(&binary, &capture, &theirs);
     ours_autofdo(&binary, &capture, "gcov", &mine);
@@ -246,35 +272,10 @@ fn ip_samples_gcov_equal_create_gcov_without_lbr() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("test.binary");
-    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
-    let capture = shared_perf("autofdo-test.lbr.perf.data");
-    let theirs = d.join("theirs.afdo");
-    run_ok(
-        Command::new(CREATE_GCOV)
-            .arg(format!("--binary={}", binary.display()))
-            .arg(format!("--profile={}", capture.display()))
-            .arg(format!("--gcov={}", theirs.display()))
-            .arg("--use_lbr=false"),
-    );
-    let mine = d.join("ours.afdo");
-    run_ok(
-        profmill()
-            .args([
-                "autofdo",
-                "--style",
-                "autofdo",
-                "--format",
-                "gcov",
-                "--ip-samples",
-            ])
-            .arg("-b")
-            .arg(&binary)
-            .arg("-p")
-            .arg(&capture)
-            .arg("-o")
-            .arg(&mine),
-    );
+    let (binary, capture) = test_lbr_in(d);
+    let (theirs, mine) = (d.join("theirs.afdo"), d.join("ours.afdo"));
+    create_gcov_with(&binary, &capture, &theirs, &["--use_lbr=false"]);
+    ours_autofdo_with(&binary, &capture, "gcov", &mine, &["--ip-samples"]);
     let o = normalized(&mine);
     assert!(o.starts_with("longest_match:"), "{o}");
     assert_eq!(o, normalized(&theirs));
@@ -506,9 +507,7 @@ fn gcc_12() -> Option<&'static str> {
 fn gcov_v4_outputs_convert_back_to_the_gcov_profile() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("test.binary");
-    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
-    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let (binary, capture) = test_lbr_in(d);
     let as_text = |format: &str| {
         let out = d.join(format!("ours.{format}"));
         ours_autofdo(&binary, &capture, format, &out);

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use crate::autofdo::{
     assert_equal_but_garbled, clang_program, create_llvm_prof_with, have_profgen_tools, have_tools,
-    normalized, ungarble,
+    normalized, test_lbr_in, ungarble,
 };
 use crate::common::*;
 use testsupport::*;
@@ -254,9 +254,7 @@ fn ip_samples_of_an_lbr_capture_equal_llvm_profgen_leading_ip_only() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let binary = d.join("test.binary");
-    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
-    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let (binary, capture) = test_lbr_in(d);
     let theirs = d.join("theirs.txt");
     run_ok(
         Command::new(LLVM_PROFGEN_19)

@@ -12,30 +12,18 @@ use rayon::prelude::*;
 
 type R<'a> = EndianSlice<'a, RunTimeEndian>;
 
-/// One frame of an inline stack, innermost first (autofdo's `SourceInfo`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Frame {
+/// One frame of an inline stack, innermost first (autofdo's `SourceInfo`), its name
+/// borrowed from the [`DebugInfo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRef<'a> {
     /// The frame's function: its linkage name when DWARF has one, else its name.
-    pub name: std::sync::Arc<str>,
+    pub name: &'a str,
     /// The function's `DW_AT_decl_line` (0 when unknown).
     pub start_line: u32,
     /// The line executing in this frame (the leaf's from the line table, the callers' from
     /// the inlined subroutine's `DW_AT_call_line`).
     pub line: u32,
     /// The discriminator of that line (`DW_AT_GNU_discriminator` for callers).
-    pub discriminator: u32,
-}
-
-/// A [`Frame`] borrowing its name from the [`DebugInfo`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrameRef<'a> {
-    /// See [`Frame::name`].
-    pub name: &'a str,
-    /// See [`Frame::start_line`].
-    pub start_line: u32,
-    /// See [`Frame::line`].
-    pub line: u32,
-    /// See [`Frame::discriminator`].
     pub discriminator: u32,
     /// The DIE's index among [`DebugInfo::names`] ([`NO_NODE`] for a frame without one).
     pub node: u32,
@@ -416,23 +404,8 @@ impl DebugInfo {
         self.load(dwarf, &units)
     }
 
-    /// The inline stack at `address`, innermost frame first; empty when the line table has
-    /// no line there (autofdo's `GetInlineStack`).
-    pub fn inline_stack(&self, address: u64) -> Vec<Frame> {
-        let mut stack = Vec::new();
-        self.frames_at(address, &mut stack);
-        stack
-            .iter()
-            .map(|f| Frame {
-                name: f.name.into(),
-                start_line: f.start_line,
-                line: f.line,
-                discriminator: f.discriminator,
-            })
-            .collect()
-    }
-
-    /// [`DebugInfo::inline_stack`] into `stack` (cleared first), names borrowed.
+    /// The inline stack at `address` into `stack` (cleared first), innermost frame first;
+    /// empty when the line table has no line there (autofdo's `GetInlineStack`).
     pub fn frames_at<'a>(&'a self, address: u64, stack: &mut Vec<FrameRef<'a>>) {
         stack.clear();
         let i = self.rows.partition_point(|r| r.0 <= address);

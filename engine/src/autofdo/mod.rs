@@ -23,7 +23,7 @@ use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocat
 use object::{Object, ObjectSection, ObjectSymbol};
 use rayon::prelude::*;
 
-pub use dwarf::{DebugInfo, Dwarf, DwarfSections, Frame, FrameRef, NO_NODE};
+pub use dwarf::{DebugInfo, Dwarf, DwarfSections, FrameRef, NO_NODE};
 
 use crate::error::{Error, Result};
 use crate::io::input::InputBytes;
