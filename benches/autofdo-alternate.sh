@@ -4,7 +4,8 @@
 # host: the runs interleave, so load changes hit both builds alike.
 # usage: benches/autofdo-alternate.sh BASE_PROFMILL NEW_PROFMILL BINARY CAPTURE [ROUNDS] [WORKDIR]
 # With REFS=1 in the environment, llvm-profgen 19 and create_llvm_prof also run once each,
-# in the first round (they take minutes on a large capture).
+# in the first round (they take minutes on a large capture). STYLE=autofdo in the environment
+# runs both builds with `--style autofdo` (create_llvm_prof's conversion).
 set -euo pipefail
 base=$1 new=$2 bin=$3 capture=$4 rounds=${5:-3} work=${6:-/tmp/profmill-afdo-alt}
 mkdir -p "$work"
@@ -22,7 +23,8 @@ for round in $(seq "$rounds"); do
   for which in base new; do
     exe=$base
     [ "$which" = new ] && exe=$new
-    run "$which" "$exe" autofdo -b "$bin" -p "$capture" -o "$work/$which.txt" --format text
+    run "$which" "$exe" autofdo -b "$bin" -p "$capture" -o "$work/$which.txt" --format text \
+      ${STYLE:+--style "$STYLE"}
   done
   if [ "${REFS:-0}" = 1 ] && [ "$round" = 1 ]; then
     run llvm-profgen llvm-profgen-19 --binary="$bin" --perfdata="$capture" \

@@ -27,6 +27,29 @@ pub struct FrameRef<'a> {
     pub discriminator: u32,
     /// The DIE's index among [`DebugInfo::names`] ([`NO_NODE`] for a frame without one).
     pub node: u32,
+    /// The name's index among the distinct names ([`NO_NODE`] for a frame without a DIE):
+    /// equal indices, equal names.
+    pub name_id: u32,
+}
+
+impl FrameRef<'_> {
+    /// Whether two frames are equal, without comparing the names' bytes (their `name_id`s
+    /// stand for them).
+    pub fn same(&self, other: &FrameRef<'_>) -> bool {
+        (
+            self.name_id,
+            self.start_line,
+            self.line,
+            self.discriminator,
+            self.node,
+        ) == (
+            other.name_id,
+            other.start_line,
+            other.line,
+            other.discriminator,
+            other.node,
+        )
+    }
 }
 
 /// [`FrameRef::node`] of a frame outside every subprogram.
@@ -423,6 +446,7 @@ impl DebugInfo {
                 line,
                 discriminator: disc,
                 node: NO_NODE,
+                name_id: NO_NODE,
             });
             return;
         };
@@ -433,6 +457,7 @@ impl DebugInfo {
             line,
             discriminator: disc,
             node: leaf as u32,
+            name_id: n.name,
         });
         let mut s = leaf;
         while self.nodes[s].inlined {
@@ -448,9 +473,76 @@ impl DebugInfo {
                 line: self.nodes[s].call_line,
                 discriminator: self.nodes[s].call_disc,
                 node: p as u32,
+                name_id: parent.name,
             });
             s = p;
         }
+    }
+
+    /// The addresses of `[start, end)` at which [`DebugInfo::frames_at`] may change, sorted
+    /// and distinct, `start` first, into `out`: every byte from one to the next has the
+    /// stack of the first. They are the starts of line-table rows and the ends of the
+    /// address ranges of the subprograms and inlined subroutines that meet the interval, so
+    /// that a function's stacks are found once per piece, not once per byte.
+    pub fn frame_breaks(&self, start: u64, end: u64, out: &mut Vec<u64>) {
+        out.clear();
+        out.push(start);
+        let inside = |a: u64| start < a && a < end;
+        let first_row = self.rows.partition_point(|r| r.0 <= start);
+        out.extend(
+            self.rows[first_row..]
+                .iter()
+                .map(|r| r.0)
+                .take_while(|&a| a < end),
+        );
+        // The roots `innermost` may pick for an address of the interval: those meeting it
+        // among the 64 before each address.
+        let first_root = self.roots.partition_point(|r| r.0 <= start);
+        let last_root = self.roots.partition_point(|r| r.0 < end);
+        let mut todo: Vec<usize> = Vec::new();
+        for &(b, e, node) in &self.roots[first_root.saturating_sub(64)..last_root] {
+            if b < end && start < e {
+                out.extend([b, e].into_iter().filter(|&a| inside(a)));
+                todo.push(node);
+            }
+        }
+        todo.sort_unstable();
+        todo.dedup();
+        // Their descendants that meet it (`innermost` descends only into a child holding the
+        // address).
+        while let Some(node) = todo.pop() {
+            let mut c = self.nodes[node].first_child;
+            while c != NONE {
+                let child = &self.nodes[c as usize];
+                let mut meets = false;
+                for &(b, e) in child.ranges(&self.ranges) {
+                    if b < end && start < e {
+                        meets = true;
+                        out.extend([b, e].into_iter().filter(|&a| inside(a)));
+                    }
+                }
+                if meets {
+                    todo.push(c as usize);
+                }
+                c = child.next_sibling;
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Calls `f(from, to, discriminator)` for each piece `[from, to)` of `[start, end)` that
+    /// one row describes, in order: the row's discriminator, or `None` where
+    /// [`DebugInfo::frames_at`] finds no line.
+    pub fn rows_within(&self, start: u64, end: u64, mut f: impl FnMut(u64, u64, Option<u32>)) {
+        let first = self.rows.partition_point(|r| r.0 <= start);
+        let mut from = start;
+        let mut row = first.checked_sub(1).map(|i| self.rows[i]);
+        for &next in self.rows[first..].iter().take_while(|r| r.0 < end) {
+            f(from, next.0, row.filter(|r| r.1 != NO_LINE).map(|r| r.2));
+            (from, row) = (next.0, Some(next));
+        }
+        f(from, end, row.filter(|r| r.1 != NO_LINE).map(|r| r.2));
     }
 
     /// Every loaded subprogram with code (not inlined instances): its node, name and address

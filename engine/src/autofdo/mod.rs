@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::sampleprof::model::{Context, FunctionId, FunctionSamples, LineLocation, Profile};
+use hashbrown::HashMap;
 use object::{Object, ObjectSection, ObjectSymbol};
 use rayon::prelude::*;
 
@@ -29,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::io::input::InputBytes;
 use crate::perf::aggregate::BinaryProfile;
 use crate::sampleprof::OutputFormat;
+use profgen::Counted;
 
 /// Whose conversion rules to follow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -233,36 +235,24 @@ fn duplication_factor(d: u32) -> u64 {
 }
 
 #[derive(Clone, Debug, Default)]
-struct Pos {
+struct Pos<'a> {
     count: u64,
-    targets: BTreeMap<String, u64>,
+    /// Call targets by name.
+    targets: BTreeMap<&'a str, u64>,
 }
 
-/// autofdo's `Symbol`; inlined callees are keyed by names borrowed from the [`DebugInfo`].
+/// autofdo's `Symbol`, names borrowed from the [`DebugInfo`] and the [`Binary`].
 #[derive(Clone, Debug, Default)]
 struct Symbol<'a> {
     total: u64,
     head: u64,
-    pos: BTreeMap<u32, Pos>,
-    callsites: BTreeMap<(u32, &'a str), Symbol<'a>>,
+    pos: BTreeMap<u32, Pos<'a>>,
+    /// Inlined callees by call-site offset and name id ([`FrameRef::name_id`]: comparing
+    /// ids, not names, is most of the speed), with their names.
+    callsites: BTreeMap<(u32, u32), (&'a str, Symbol<'a>)>,
 }
 
 impl<'a> Symbol<'a> {
-    fn merge(&mut self, other: &Symbol<'a>) {
-        self.total += other.total;
-        self.head += other.head;
-        for (o, p) in &other.pos {
-            let mine = self.pos.entry(*o).or_default();
-            mine.count += p.count;
-            for (t, c) in &p.targets {
-                *mine.targets.entry(t.clone()).or_default() += c;
-            }
-        }
-        for (k, s) in &other.callsites {
-            self.callsites.entry(*k).or_default().merge(s);
-        }
-    }
-
     /// autofdo's `TraverseInlineStack`: the symbol of the innermost frame, adding `count` to
     /// every total on the way.
     fn traverse(
@@ -274,10 +264,12 @@ impl<'a> Symbol<'a> {
         self.total += count;
         let mut s = self;
         for i in (1..stack.len()).rev() {
-            s = s
+            let callee = &stack[i - 1];
+            s = &mut s
                 .callsites
-                .entry((offset(&stack[i], d), stack[i - 1].name))
-                .or_default();
+                .entry((offset(&stack[i], d), callee.name_id))
+                .or_insert_with(|| (callee.name, Symbol::default()))
+                .1;
             s.total += count;
         }
         s
@@ -311,8 +303,8 @@ impl<'a> Symbol<'a> {
                 *r.targets.entry(FunctionId::name(t.as_bytes())).or_default() += c;
             }
         }
-        for ((o, name), s) in &self.callsites {
-            let callee = f.callee_mut(loc(*o), FunctionId::name(name.as_bytes()));
+        for (&(o, _), (name, s)) in &self.callsites {
+            let callee = f.callee_mut(loc(o), FunctionId::name(name.as_bytes()));
             let inner = s.to_samples(false);
             callee.merge(&inner, 1).ok();
         }
@@ -333,83 +325,106 @@ pub struct Report {
     pub functions: usize,
 }
 
-#[derive(Default)]
+/// One function's share of the capture: what autofdo's `ProfileMaps` holds. Functions are
+/// keyed by name, as autofdo keys them: a second function of the same name adds its samples
+/// here, and keeps only those within the first one's bytes.
 struct FunctionMaps {
+    name: Arc<str>,
     start: u64,
     end: u64,
-    ranges: BTreeMap<(u64, u64), u64>,
-    branches: BTreeMap<(u64, u64), u64>,
-    /// IP samples by address (captures without branch stacks).
-    ips: BTreeMap<u64, u64>,
+    /// ((begin, end inclusive), count) sorted.
+    ranges: Vec<Counted>,
+    /// ((from, to), count) sorted.
+    branches: Vec<Counted>,
+    /// IP samples by address (captures without branch stacks), sorted.
+    ips: Vec<(u64, u64)>,
 }
 
-/// Head samples given to functions by name.
-type Heads = Vec<(Arc<str>, u64)>;
+/// The processed functions: their names, and the index of each by the addresses of the
+/// symbols naming it.
+struct Processed {
+    names: Vec<Arc<str>>,
+    at: HashMap<u64, u32>,
+}
 
-/// The symbol of one processed function (`m`) and the head samples its branches give to the
-/// functions they call; `emitted` are the processed functions.
-fn function_symbol<'a>(
-    binary: &Binary,
-    debug: &'a DebugInfo,
+impl Processed {
+    fn new(binary: &Binary, names: Vec<Arc<str>>) -> Processed {
+        let at = {
+            let index: HashMap<&str, u32> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (&**n, i as u32))
+                .collect();
+            binary
+                .symbols
+                .iter()
+                .filter_map(|(&a, (name, _))| Some((a, *index.get(&**name)?)))
+                .collect()
+        };
+        Processed { names, at }
+    }
+}
+
+/// Whether two inline stacks are equal (by [`FrameRef::same`]).
+fn same_stack(a: &[FrameRef<'_>], b: &[FrameRef<'_>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
+}
+
+/// The sample profile of one processed function (`m`), without its head samples; its call
+/// targets are the processed functions (`processed`).
+///
+/// autofdo walks every byte: its instruction map gives each byte's inline stack (each seen
+/// with count 0), a byte's count goes to every frame's total and, as a maximum, to the leaf's
+/// line. Here the function is cut into pieces with one stack each
+/// ([`DebugInfo::frame_breaks`]): a piece adds its bytes' sum to the totals and their
+/// maximum to the line, which is the same.
+fn function_samples(
+    debug: &DebugInfo,
     m: &FunctionMaps,
-    emitted: &BTreeMap<Arc<str>, Symbol<'a>>,
+    processed: &Processed,
     (d, lines_from_ips): (Discriminators, bool),
-) -> (Symbol<'a>, Heads) {
+) -> FunctionSamples {
     let mut sym = Symbol::default();
-    let mut heads = Vec::new();
-    // The instruction map: every byte's inline stack, each seen with count 0. Neighbouring
-    // bytes mostly share theirs: each distinct run's stack is kept once.
-    let len = (m.end - m.start) as usize;
-    let mut stacks: Vec<Vec<FrameRef<'a>>> = Vec::new();
-    let mut stack_at: Vec<u32> = Vec::with_capacity(len);
+    let mut breaks = Vec::new();
+    debug.frame_breaks(m.start, m.end, &mut breaks);
+    let mut stacks: Vec<Vec<FrameRef<'_>>> = Vec::new();
+    let mut piece_stack: Vec<u32> = Vec::with_capacity(breaks.len());
     let mut frames = Vec::new();
-    for a in m.start..m.end {
-        debug.frames_at(a, &mut frames);
-        if stacks.last() != Some(&frames) {
+    for &b in &breaks {
+        debug.frames_at(b, &mut frames);
+        if !stacks.last().is_some_and(|s| same_stack(s, &frames)) {
             sym.add_source_count(&frames, 0, d);
             stacks.push(frames.clone());
         }
-        stack_at.push((stacks.len() - 1) as u32);
+        piece_stack.push((stacks.len() - 1) as u32);
     }
-    let stack = |a: u64| &stacks[stack_at[(a - m.start) as usize] as usize];
-    // Each byte's count: the ranges over it (as differences, summed once), or the IP samples
-    // when the lines come from them (create_llvm_prof --use_lbr=false reads the branch
-    // stacks only for heads and call targets).
-    let mut counts: Vec<i128> = vec![0; len + 1];
-    if !lines_from_ips {
-        for (&(b, e), &n) in &m.ranges {
-            let (b, e) = (b.max(m.start), e.min(m.end - 1));
-            if b <= e {
-                counts[(b - m.start) as usize] += i128::from(n);
-                counts[(e + 1 - m.start) as usize] -= i128::from(n);
-            }
-        }
-        for i in 1..len {
-            counts[i] += counts[i - 1];
-        }
-    }
-    for (&a, &n) in &m.ips {
-        counts[(a - m.start) as usize] += i128::from(n);
-    }
-    for (i, &n) in counts[..len].iter().enumerate() {
-        let s = stack(m.start + i as u64);
-        if n > 0 && !s.is_empty() {
-            let n = n as u64;
-            sym.add_source_count(s, n * duplication_factor(s[0].discriminator), d);
+    let stack_at = |a: u64| {
+        let piece = breaks.partition_point(|&b| b <= a) - 1;
+        &stacks[piece_stack[piece] as usize]
+    };
+    let counts = byte_counts(m, lines_from_ips);
+    for (piece, &b) in breaks.iter().enumerate() {
+        let s = &stacks[piece_stack[piece] as usize];
+        let e = breaks.get(piece + 1).copied().unwrap_or(m.end);
+        let bytes = &counts[(b - m.start) as usize..(e - m.start) as usize];
+        let (sum, max) = bytes.iter().fold((0u64, 0u64), |(sum, max), &n| {
+            (sum.wrapping_add(n), max.max(n))
+        });
+        if max > 0 && !s.is_empty() {
+            let dup = duplication_factor(s[0].discriminator);
+            let inner = sym.traverse(s, sum.wrapping_mul(dup), d);
+            let p = inner.pos.entry(offset(&s[0], d)).or_default();
+            p.count = p.count.max(max * dup);
         }
     }
-    for (&(from, to), &n) in &m.branches {
+    for &((from, to), n) in &m.branches {
         if from < m.start || from >= m.end {
             continue;
         }
-        let Some((callee, _)) = binary.symbols.get(&to) else {
+        let Some(&callee) = processed.at.get(&to) else {
             continue;
         };
-        if !emitted.contains_key(callee) {
-            continue;
-        }
-        heads.push((callee.clone(), n));
-        let s = stack(from);
+        let s = stack_at(from);
         if s.is_empty() {
             continue;
         }
@@ -419,45 +434,93 @@ fn function_symbol<'a>(
             .entry(offset(&s[0], d))
             .or_default()
             .targets
-            .insert(original_name(callee).to_string(), n);
+            .insert(original_name(&processed.names[callee as usize]), n);
     }
-    (sym, heads)
+    sym.to_samples(true)
 }
 
-/// A sample profile made by [`profile`] and its siblings: whole, or (llvm-profgen's
-/// conversion) built into the nested model one function at a time as it is written, so that
-/// a text profile never exists whole in memory.
+/// Each byte's count in `m`: the ranges over it, or the IP samples when the lines come from
+/// them (create_llvm_prof --use_lbr=false reads the branch stacks only for heads and call
+/// targets). Samples outside the function's bytes (those of a second function of its name)
+/// are left out.
+fn byte_counts(m: &FunctionMaps, lines_from_ips: bool) -> Vec<u64> {
+    let len = (m.end - m.start) as usize;
+    // Differences, summed once: ranges start and stop adding their count.
+    let mut counts: Vec<u64> = vec![0; len + 1];
+    if !lines_from_ips {
+        for &((b, e), n) in &m.ranges {
+            let (b, e) = (b.max(m.start), e.min(m.end - 1));
+            if b <= e {
+                counts[(b - m.start) as usize] = counts[(b - m.start) as usize].wrapping_add(n);
+                counts[(e + 1 - m.start) as usize] =
+                    counts[(e + 1 - m.start) as usize].wrapping_sub(n);
+            }
+        }
+        let mut running = 0u64;
+        for c in &mut counts {
+            running = running.wrapping_add(*c);
+            *c = running;
+        }
+    }
+    counts.truncate(len);
+    for &(a, n) in &m.ips {
+        if (m.start..m.end).contains(&a) {
+            counts[(a - m.start) as usize] += n;
+        }
+    }
+    counts
+}
+
+/// A sample profile made by [`profile`] and its siblings, built into the nested model one
+/// function at a time as it is written, so that a text profile never exists whole in memory.
 pub struct SampleProfile(Made);
 
 enum Made {
-    Whole(Profile),
-    ByFunction(profgen::Made),
+    /// llvm-profgen's conversion.
+    Profgen(profgen::Made),
+    /// create_llvm_prof's (and create_gcov's).
+    Autofdo(AutofdoMade),
+}
+
+/// The number of top-level profiles, and a maker of the `i`th in the order LLVM's writers
+/// sort them, callable from any thread.
+type Functions = (
+    usize,
+    Box<dyn Fn(usize) -> (Context, FunctionSamples) + Sync>,
+);
+
+impl Made {
+    fn into_functions(self) -> Functions {
+        match self {
+            Made::Profgen(m) => {
+                let (n, function) = m.into_functions();
+                (n, Box::new(function))
+            }
+            Made::Autofdo(m) => {
+                let n = m.outputs.len();
+                (n, Box::new(move |i| m.function(i)))
+            }
+        }
+    }
 }
 
 impl SampleProfile {
     /// The whole profile.
     pub fn into_profile(self) -> Profile {
-        match self.0 {
-            Made::Whole(p) => p,
-            Made::ByFunction(m) => {
-                let (n, function) = m.into_functions();
-                let mut out = Profile::default();
-                out.functions.extend((0..n).map(function));
-                out
-            }
-        }
+        let (n, function) = self.0.into_functions();
+        let mut out = Profile::default();
+        out.functions.extend((0..n).map(function));
+        out
     }
 
     /// Writes the profile to `path` in `format`, atomically.
     pub fn write(self, format: OutputFormat, path: &Path) -> crate::sampleprof::Result<()> {
-        match (self.0, format) {
-            (Made::ByFunction(m), OutputFormat::Text) => {
-                let (n, function) = m.into_functions();
+        match format {
+            OutputFormat::Text => {
+                let (n, function) = self.0.into_functions();
                 crate::sampleprof::write_text_functions(n, function, path)
             }
-            (made, format) => {
-                crate::sampleprof::write(&SampleProfile(made).into_profile(), format, path)
-            }
+            format => crate::sampleprof::write(&self.into_profile(), format, path),
         }
     }
 }
@@ -474,11 +537,11 @@ pub fn profile(
     let (made, report) = match style {
         Style::LlvmProfgen => {
             let (made, report) = profgen::profile(binary, traces)?;
-            (Made::ByFunction(made), report)
+            (Made::Profgen(made), report)
         }
         Style::Autofdo => {
-            let (whole, report) = autofdo_profile(binary, traces, Discriminators::Llvm)?;
-            (Made::Whole(whole), report)
+            let (made, report) = autofdo_profile(binary, traces, (Discriminators::Llvm, false))?;
+            (Made::Autofdo(made), report)
         }
     };
     Ok((SampleProfile(made), report))
@@ -498,35 +561,23 @@ pub fn ip_line_profile(
         true => Discriminators::Raw,
         false => Discriminators::Llvm,
     };
-    let (whole, report) = autofdo_profile_with(binary, traces, (d, true))?;
-    Ok((SampleProfile(Made::Whole(whole)), report))
+    let (made, report) = autofdo_profile(binary, traces, (d, true))?;
+    Ok((SampleProfile(Made::Autofdo(made)), report))
 }
 
 /// The profile `create_gcov` (AutoFDO 0.19) makes for GCC's `-fauto-profile`: the
 /// [`Style::Autofdo`] conversion with the line table's discriminators as they are (GCC's
 /// are plain numbers; create_llvm_prof decodes LLVM's encoding instead).
 pub fn gcc_profile(binary: &Binary, traces: BinaryProfile) -> Result<(SampleProfile, Report)> {
-    let (whole, report) = autofdo_profile(binary, traces, Discriminators::Raw)?;
-    Ok((SampleProfile(Made::Whole(whole)), report))
+    let (made, report) = autofdo_profile(binary, traces, (Discriminators::Raw, false))?;
+    Ok((SampleProfile(Made::Autofdo(made)), report))
 }
 
-fn autofdo_profile(
-    binary: &Binary,
-    traces: BinaryProfile,
-    d: Discriminators,
-) -> Result<(Profile, Report)> {
-    autofdo_profile_with(binary, traces, (d, false))
-}
-
-/// The conversion of [`autofdo_profile`]; with `lines.1`, lines from the IP samples only.
-fn autofdo_profile_with(
-    binary: &Binary,
-    traces: BinaryProfile,
-    lines: (Discriminators, bool),
-) -> Result<(Profile, Report)> {
-    // autofdo's sample reader: ranges [to of entry i, from of entry i-1], branches.
-    let mut ranges: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    let mut branches: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+/// autofdo's sample reader: the fall-through ranges `[to of entry i, from of entry i-1]`
+/// and the branches of `traces`, each summed and sorted.
+fn ranges_and_branches(traces: &BinaryProfile) -> (Vec<Counted>, Vec<Counted>) {
+    let mut ranges = Vec::new();
+    let mut branches = Vec::new();
     for &((branch, from, to), c) in &traces.traces {
         let n = c.taken;
         if n == 0 || from == 0 {
@@ -534,18 +585,166 @@ fn autofdo_profile_with(
         }
         if to == BR_ONLY {
             if branch != 0 {
-                *branches.entry((branch, from)).or_default() += n;
+                branches.push(((branch, from), n));
             }
             continue;
         }
         if to < from || to - from > MAX_RANGE {
             continue;
         }
-        *ranges.entry((from, to)).or_default() += n;
+        ranges.push(((from, to), n));
         if branch != 0 {
-            *branches.entry((branch, from)).or_default() += n;
+            branches.push(((branch, from), n));
         }
     }
+    (profgen::summed(ranges), profgen::summed(branches))
+}
+
+/// The capture's ranges, branches and IP samples handed to the functions holding their
+/// first address (autofdo's `GetProfileMaps`), by name.
+fn function_maps(
+    binary: &Binary,
+    ranges: Vec<Counted>,
+    branches: Vec<Counted>,
+    ips: &[(u64, u64)],
+) -> Vec<FunctionMaps> {
+    let mut maps: Vec<FunctionMaps> = Vec::new();
+    let mut by_name: HashMap<Arc<str>, usize> = HashMap::new();
+    // The items come sorted: the last lookup's function usually holds the next one too.
+    let mut last: Option<(u64, u64, usize)> = None;
+    let mut index_of = |a: u64| -> Option<usize> {
+        if let Some((from, to, i)) = last {
+            if (from..to).contains(&a) {
+                return Some(i);
+            }
+        }
+        let (start, name, end) = binary.function_at(a)?;
+        let i = *by_name.entry(name.clone()).or_insert_with(|| {
+            maps.push(FunctionMaps {
+                name: name.clone(),
+                start,
+                end,
+                ranges: Vec::new(),
+                branches: Vec::new(),
+                ips: Vec::new(),
+            });
+            maps.len() - 1
+        });
+        // Valid up to the next symbol's start, which may name another function.
+        let next = binary
+            .symbols
+            .range(start + 1..)
+            .next()
+            .map_or(u64::MAX, |s| *s.0);
+        last = Some((start, end.min(next), i));
+        Some(i)
+    };
+    let mut ranges_of = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        ranges_of.push((index_of(r.0 .0), r));
+    }
+    let mut branches_of = Vec::with_capacity(branches.len());
+    for b in branches {
+        branches_of.push((index_of(b.0 .0), b));
+    }
+    let ips_of: Vec<_> = ips.iter().map(|&p| (index_of(p.0), p)).collect();
+    for (i, r) in ranges_of {
+        if let Some(i) = i {
+            maps[i].ranges.push(r);
+        }
+    }
+    for (i, b) in branches_of {
+        if let Some(i) = i {
+            maps[i].branches.push(b);
+        }
+    }
+    for (i, p) in ips_of {
+        if let Some(i) = i {
+            maps[i].ips.push(p);
+        }
+    }
+    maps
+}
+
+/// create_llvm_prof's profile, made one top-level profile at a time: the processed
+/// functions' samples, DWARF and heads, and which of them make each top-level profile.
+struct AutofdoMade {
+    debug: DebugInfo,
+    /// The processed functions, sorted by name.
+    maps: Vec<FunctionMaps>,
+    processed: Processed,
+    /// Head samples by processed function.
+    heads: Vec<u64>,
+    /// The top-level profiles in the order LLVM's writers sort them: each one's context and
+    /// the processed functions whose samples it sums (its own, its aliases', and those of
+    /// `name.cold`, `name.part.0`…).
+    outputs: Vec<(Context, Vec<u32>)>,
+    lines: (Discriminators, bool),
+}
+
+impl AutofdoMade {
+    /// The `i`th top-level profile.
+    fn function(&self, i: usize) -> (Context, FunctionSamples) {
+        let (context, members) = &self.outputs[i];
+        let samples_of = |j: u32| {
+            let j = j as usize;
+            let mut f = function_samples(&self.debug, &self.maps[j], &self.processed, self.lines);
+            f.head += self.heads[j];
+            f
+        };
+        let f = match members[..] {
+            [only] => samples_of(only),
+            _ => {
+                let mut sum = FunctionSamples::default();
+                for &j in members {
+                    sum.merge(&samples_of(j), 1).ok();
+                }
+                sum
+            }
+        };
+        (context.clone(), f)
+    }
+}
+
+/// The head samples of the processed functions (`maps`): the counts of the branches from
+/// their bytes to a processed function's first byte, by callee.
+fn heads(maps: &[FunctionMaps], processed: &Processed) -> Vec<u64> {
+    let mut heads = vec![0u64; maps.len()];
+    for m in maps {
+        for &((from, to), n) in &m.branches {
+            if (m.start..m.end).contains(&from) {
+                if let Some(&callee) = processed.at.get(&to) {
+                    heads[callee as usize] += n;
+                }
+            }
+        }
+    }
+    heads
+}
+
+/// The total samples of `m`'s profile, without building it: each byte with a line adds its
+/// count times its row's duplication factor (the total adds every piece's count, the
+/// line's only its maximum).
+fn top_total(debug: &DebugInfo, m: &FunctionMaps, lines_from_ips: bool) -> u64 {
+    let counts = byte_counts(m, lines_from_ips);
+    let mut total = 0u64;
+    debug.rows_within(m.start, m.end, |from, to, discriminator| {
+        let Some(d) = discriminator else { return };
+        let bytes = &counts[(from - m.start) as usize..(to - m.start) as usize];
+        let sum = bytes.iter().fold(0u64, |s, &n| s.wrapping_add(n));
+        total = total.wrapping_add(sum.wrapping_mul(duplication_factor(d)));
+    });
+    total
+}
+
+/// create_llvm_prof's conversion of `traces` (create_gcov's with raw discriminators); with
+/// `lines.1`, lines from the IP samples only.
+fn autofdo_profile(
+    binary: &Binary,
+    traces: BinaryProfile,
+    lines: (Discriminators, bool),
+) -> Result<(AutofdoMade, Report)> {
+    let (ranges, branches) = ranges_and_branches(&traces);
     if ranges.is_empty() && traces.ips.is_empty() {
         return Err(Error::Mismatch(
             "no sample falls in the binary (is it the profiled binary?)".into(),
@@ -555,57 +754,38 @@ fn autofdo_profile_with(
     // samples (a capture without branch stacks), each once, as create_llvm_prof
     // --use_lbr=false counts them.
     let total_count: u64 = match ranges.is_empty() {
-        false => ranges.iter().map(|(&(b, e), &n)| n * (1 + e - b)).sum(),
+        false => ranges.iter().map(|&((b, e), n)| n * (1 + e - b)).sum(),
         true => traces.ips.iter().map(|&(_, n)| n).sum(),
     };
     let threshold = ((total_count as f64 * SAMPLE_THRESHOLD_FRAC) as i64).max(MIN_SAMPLES) as u64;
-
-    let mut maps: BTreeMap<Arc<str>, FunctionMaps> = BTreeMap::new();
-    fn maps_of<'m>(
-        maps: &'m mut BTreeMap<Arc<str>, FunctionMaps>,
-        binary: &Binary,
-        a: u64,
-    ) -> Option<&'m mut FunctionMaps> {
-        let (start, name, end) = binary.function_at(a)?;
-        Some(maps.entry(name.clone()).or_insert_with(|| FunctionMaps {
-            start,
-            end,
-            ..Default::default()
-        }))
-    }
-    for (&r, &n) in &ranges {
-        if let Some(m) = maps_of(&mut maps, binary, r.0) {
-            *m.ranges.entry(r).or_default() += n;
-        }
-    }
-    for (&b, &n) in &branches {
-        if let Some(m) = maps_of(&mut maps, binary, b.0) {
-            *m.branches.entry(b).or_default() += n;
-        }
-    }
-    for &(a, n) in &traces.ips {
-        if let Some(m) = maps_of(&mut maps, binary, a) {
-            *m.ips.entry(a).or_default() += n;
-        }
-    }
-    // Each function's maps hold what follows; the traces and the sums over all are let go.
     let (range_count, branch_count) = (ranges.len(), branches.len());
-    drop((traces, ranges, branches));
+    // Each function's maps hold what follows; the traces are let go.
+    let ips = traces.ips;
+    drop(traces.traces);
+    let maps = function_maps(binary, ranges, branches, &ips);
+    drop(ips);
+    // autofdo's sampled functions: those holding a range's start or an IP.
+    let sampled: Vec<(u64, u64)> = maps
+        .iter()
+        .filter(|m| !m.ranges.is_empty() || !m.ips.is_empty())
+        .map(|m| (m.start, m.end))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     // A function's aggregated count: its ranges' when it has any, else its IP samples'.
     let aggregated = |m: &FunctionMaps| -> u64 {
         match m.ranges.is_empty() {
-            false => m.ranges.iter().map(|(&(b, e), &n)| n * (e - b)).sum(),
-            true => m.ips.values().sum(),
+            false => m.ranges.iter().map(|&((b, e), n)| n * (e - b)).sum(),
+            true => m.ips.iter().map(|&(_, n)| n).sum(),
         }
     };
-    // The symbols to emit (aliases share them): name → symbol.
-    let mut symbols: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
-    for (name, m) in &maps {
-        if aggregated(m) > threshold {
-            symbols.insert(name.clone(), Symbol::default());
-        }
-    }
-    let emitted: Vec<Arc<str>> = symbols.keys().cloned().collect();
+    // The functions to process, sorted by name.
+    let mut maps: Vec<FunctionMaps> = maps
+        .into_iter()
+        .filter(|m| aggregated(m) > threshold)
+        .collect();
+    maps.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    let processed = Processed::new(binary, maps.iter().map(|m| m.name.clone()).collect());
     // The DWARF of the processed functions' units, nothing else.
     let file = binary.object()?;
     let sections = DwarfSections::load(&file, &binary.path).map_err(|m| binary.error(m))?;
@@ -614,81 +794,171 @@ fn autofdo_profile_with(
     binary.load_meeting(
         &mut debug,
         &dwarf,
-        emitted
-            .iter()
-            .map(|name| (maps[name].start, maps[name].end - 1)),
+        maps.iter().map(|m| (m.start, m.end - 1)),
     )?;
     // A function outside every unit takes the last row before it: load that row's unit.
-    let before: Vec<usize> = emitted
+    let before: Vec<usize> = maps
         .iter()
-        .filter_map(|name| dwarf.unit_before(maps[name].start))
+        .filter_map(|m| dwarf.unit_before(m.start))
         .collect();
     binary.load_units(&mut debug, &dwarf, &before)?;
-    // autofdo's sampled functions: those holding a range's start or an IP.
-    let sampled: Vec<(u64, u64)> = maps
-        .values()
-        .filter(|m| !m.ranges.is_empty() || !m.ips.is_empty())
-        .map(|m| (m.start, m.end))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
     debug.keep_rows_within(&sampled);
-    let processed: Vec<(Symbol, Heads)> = emitted
+    let totals: Vec<u64> = maps
         .par_iter()
-        .map(|name| function_symbol(binary, &debug, &maps[name], &symbols, lines))
+        .map(|m| top_total(&debug, m, lines.1))
         .collect();
-    let mut heads: BTreeMap<Arc<str>, u64> = BTreeMap::new();
-    for (name, (sym, callees)) in emitted.iter().zip(processed) {
-        for (callee, n) in callees {
-            *heads.entry(callee).or_default() += n;
-        }
-        symbols.insert(name.clone(), sym);
-    }
-    for (name, h) in heads {
-        if let Some(s) = symbols.get_mut(&name) {
-            s.head += h;
-        }
-    }
-    // Aliases share their symbol.
-    let mut named: BTreeMap<Arc<str>, Symbol> = BTreeMap::new();
-    for (name, sym) in symbols {
-        for alias in binary.aliases.get(&name).into_iter().flatten() {
-            named.insert(alias.clone(), sym.clone());
-        }
-        named.insert(name, sym);
-    }
-    // `SymbolMap::Merge`: `foo.cold`, `foo.part.0`… into `foo`.
-    let dotted: Vec<Arc<str>> = named.keys().filter(|n| n.contains('.')).cloned().collect();
-    for name in dotted {
-        let sym = named.remove(&name).expect("present");
-        let original: Arc<str> = original_name(&name).into();
-        named.entry(original).or_default().merge(&sym);
-    }
-    let mut out = Profile::default();
-    let mut functions = 0;
-    // Each symbol is dropped once converted: the two models are never whole together.
-    for (name, sym) in named {
-        if sym.total <= threshold {
-            continue;
-        }
-        functions += 1;
-        out.functions.insert(
-            Context::Plain(FunctionId::name(name.as_bytes())),
-            sym.to_samples(true),
-        );
-    }
-    if out.functions.is_empty() {
+    let outputs = outputs(binary, &processed.names, &totals, threshold);
+    if outputs.is_empty() {
         return Err(Error::Mismatch(format!(
             "no function of the binary has more than {threshold} samples, or none has line information"
         )));
     }
-    Ok((
-        out,
-        Report {
-            ranges: range_count,
-            branches: branch_count,
-            total_count,
-            functions,
-        },
-    ))
+    let report = Report {
+        ranges: range_count,
+        branches: branch_count,
+        total_count,
+        functions: outputs.len(),
+    };
+    let made = AutofdoMade {
+        heads: heads(&maps, &processed),
+        debug,
+        maps,
+        processed,
+        outputs,
+        lines,
+    };
+    Ok((made, report))
+}
+
+/// The top-level profiles made of the processed functions (`names`, sorted, with their
+/// `totals`) and the processed functions each sums, in the writers' order, as autofdo names
+/// them: a function's aliases get a copy of its profile (a later name replacing an earlier
+/// copy), `SymbolMap::Merge` adds `foo.cold`, `foo.part.0`… to `foo`, and only the profiles
+/// with more than `threshold` samples are written.
+fn outputs(
+    binary: &Binary,
+    names: &[Arc<str>],
+    totals: &[u64],
+    threshold: u64,
+) -> Vec<(Context, Vec<u32>)> {
+    let mut named: BTreeMap<&str, u32> = BTreeMap::new();
+    for (j, name) in names.iter().enumerate() {
+        for alias in binary.aliases.get(name).into_iter().flatten() {
+            named.insert(alias, j as u32);
+        }
+        named.insert(name, j as u32);
+    }
+    let mut merged: BTreeMap<Context, (u64, Vec<u32>)> = BTreeMap::new();
+    for (name, j) in named {
+        let context = Context::Plain(FunctionId::name(original_name(name).as_bytes()));
+        let (total, members) = merged.entry(context).or_default();
+        *total = total.wrapping_add(totals[j as usize]);
+        members.push(j);
+    }
+    let mut outputs: Vec<(u64, Context, Vec<u32>)> = merged
+        .into_iter()
+        .filter(|(_, (total, _))| *total > threshold)
+        .map(|(context, (total, members))| (total, context, members))
+        .collect();
+    // As `Profile::sorted_functions`: by total, descending, ties in context order.
+    outputs.sort_by_key(|o| std::cmp::Reverse(o.0));
+    outputs.into_iter().map(|(_, c, m)| (c, m)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pieces of [`DebugInfo::frame_breaks`] and [`DebugInfo::rows_within`] checked
+    /// against [`DebugInfo::frames_at`] at every byte of up to `limit` functions of the
+    /// binary at `path` (spread over it), and [`top_total`] against the total of the profile
+    /// [`function_samples`] builds from ranges over each. Returns the deepest inline stack
+    /// seen, so that a caller can tell the binary had inlining to check.
+    fn check_pieces(path: &Path, limit: usize) -> usize {
+        let binary = Binary::load(path).unwrap();
+        let step = (binary.symbols.len() / limit).max(1);
+        let functions: Vec<(u64, u64)> = binary
+            .symbols
+            .iter()
+            .step_by(step)
+            .map(|(&a, &(_, size))| (a, a + size))
+            .collect();
+        let file = binary.object().unwrap();
+        let sections = DwarfSections::load(&file, path).unwrap();
+        let dwarf = Dwarf::new(&sections).unwrap();
+        let mut debug = DebugInfo::default();
+        let inclusive = functions.iter().map(|&(b, e)| (b, e - 1));
+        binary.load_meeting(&mut debug, &dwarf, inclusive).unwrap();
+        debug.seal();
+        let (mut breaks, mut at_byte, mut at_piece) = (Vec::new(), Vec::new(), Vec::new());
+        let mut deepest = 0;
+        let none = Processed {
+            names: Vec::new(),
+            at: HashMap::new(),
+        };
+        for &(start, end) in &functions {
+            debug.frame_breaks(start, end, &mut breaks);
+            assert_eq!(breaks[0], start);
+            assert!(breaks.windows(2).all(|w| w[0] < w[1]) && breaks.last() < Some(&end));
+            for a in start..end {
+                let piece = breaks[breaks.partition_point(|&b| b <= a) - 1];
+                debug.frames_at(a, &mut at_byte);
+                debug.frames_at(piece, &mut at_piece);
+                assert_eq!(at_byte, at_piece, "{path:?} at {a:#x} (piece {piece:#x})");
+                deepest = deepest.max(at_byte.len());
+            }
+            let mut covered = start;
+            debug.rows_within(start, end, |from, to, discriminator| {
+                assert_eq!(from, covered);
+                covered = to;
+                for a in from..to {
+                    debug.frames_at(a, &mut at_byte);
+                    assert_eq!(at_byte.first().map(|f| f.discriminator), discriminator);
+                }
+            });
+            assert_eq!(covered, end);
+            // Overlapping ranges with counts that differ byte by byte.
+            let len = end - start;
+            let ranges = (0..len.min(40))
+                .map(|i| {
+                    let b = start + i * 7 % len;
+                    ((b, (b + i * 13 % 64).min(end - 1)), 1 + i * i)
+                })
+                .collect();
+            let m = FunctionMaps {
+                name: "f".into(),
+                start,
+                end,
+                ranges: profgen::summed(ranges),
+                branches: Vec::new(),
+                ips: Vec::new(),
+            };
+            let built = function_samples(&debug, &m, &none, (Discriminators::Llvm, false));
+            assert_eq!(
+                top_total(&debug, &m, false),
+                built.total,
+                "{path:?} {start:#x}"
+            );
+        }
+        deepest
+    }
+
+    #[test]
+    fn pieces_have_the_stacks_of_their_bytes_in_the_autofdo_test_binary() {
+        let path = testsupport::shared_perf("autofdo-test.binary");
+        assert!(
+            check_pieces(&path, usize::MAX) >= 2,
+            "no inlining in {path:?}"
+        );
+    }
+
+    #[test]
+    fn pieces_have_the_stacks_of_their_bytes_in_this_test_program() {
+        // Rust's standard library is built optimized: inlining several levels deep.
+        let path = std::env::current_exe().unwrap();
+        assert!(
+            check_pieces(&path, 400) >= 3,
+            "no deep inlining in {path:?}"
+        );
+    }
 }

@@ -297,7 +297,7 @@ fn ranges_and_branches(code: &Code, traces: &BinaryProfile) -> (Vec<Counted>, Ve
 pub(super) type Counted = ((u64, u64), u64);
 
 /// `v` sorted by key, equal keys summed (in place).
-fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
+pub(super) fn summed(mut v: Vec<Counted>) -> Vec<Counted> {
     if !v.is_sorted_by_key(|x| x.0) {
         v.par_sort_unstable_by_key(|x| x.0);
     }
