@@ -224,3 +224,38 @@ pub fn assert_quiet_on_closed_pipe(cmd: &mut Command) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The `(p_vaddr, p_offset)` of the first `PT_LOAD` of the ELF file at `path` and of its
+/// executable one.
+pub fn first_and_code_segments(path: &Path) -> ((u64, u64), (u64, u64)) {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    let bytes = std::fs::read(path).unwrap();
+    let elf = ElfFile64::<object::Endianness>::parse(&bytes[..]).unwrap();
+    let e = elf.endian();
+    let loads: Vec<_> = elf
+        .elf_program_headers()
+        .iter()
+        .filter(|h| h.p_type(e) == object::elf::PT_LOAD)
+        .map(|h| (h.p_vaddr(e), h.p_offset(e), h.p_flags(e)))
+        .collect();
+    let code = loads.iter().find(|h| h.2 & object::elf::PF_X != 0).unwrap();
+    ((loads[0].0, loads[0].1), (code.0, code.1))
+}
+
+/// `capture` with the start of every MMAP2 record of `binary` whose start is `start` raised
+/// by `skew` bytes, written to `out`: each sample address then lies `skew` bytes lower in
+/// the file.
+pub fn mapping_raised(capture: &Path, binary: &Path, start: u64, skew: u64, out: &Path) -> usize {
+    let mut bytes = std::fs::read(capture).unwrap();
+    let name = binary.as_os_str().as_encoded_bytes();
+    // MMAP2: header, pid, tid, then start, len, pgoff, maj, min, ino, ino_generation, prot,
+    // flags, filename.
+    let at: Vec<usize> = (0..bytes.len().saturating_sub(56 + name.len()))
+        .filter(|&i| bytes[i..i + 8] == start.to_le_bytes() && bytes[i + 56..].starts_with(name))
+        .collect();
+    for &i in &at {
+        bytes[i..i + 8].copy_from_slice(&(start + skew).to_le_bytes());
+    }
+    std::fs::write(out, bytes).unwrap();
+    at.len()
+}

@@ -547,3 +547,34 @@ fn paths_that_are_not_files_are_named() {
         "{stderr}"
     );
 }
+
+/// A capture that maps the binary (by name) only where its segments cannot be, as a
+/// different build under the same name or a damaged record would: the error says so.
+#[test]
+fn a_mapping_that_does_not_fit_the_segments_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("prog");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
+    let capture = dir.path().join("perf.data");
+    generate_capture(&capture, &[&binary], 1, 1_000, false, 3);
+    // An ET_EXEC is mapped at its own addresses: a page higher fits none of its segments.
+    let (_, (code_vaddr, _)) = first_and_code_segments(&binary);
+    let moved = dir.path().join("moved.perf.data");
+    assert!(mapping_raised(&capture, &binary, code_vaddr & !0xfff, 0x1000, &moved) > 0);
+    let out = dir.path().join("out.preagg");
+    let output = profmill()
+        .args(["aggregate", "-o"])
+        .arg(&out)
+        .arg("-b")
+        .arg(&binary)
+        .arg(&moved)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("never at an address and file offset that fit its segments"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "a failed run left {}", out.display());
+}

@@ -705,6 +705,14 @@ fn check_mapped(
     if !maps.by_pid.is_empty() {
         return Ok(());
     }
+    if maps.ignored_mappings > 0 {
+        return Err(Error::Mismatch(format!(
+            "{}: the capture maps {:?} {} time(s), never at an address and file offset that fit its segments (is it the binary that was profiled?)",
+            binary.path.display(),
+            String::from_utf8_lossy(&binary.file_name),
+            maps.ignored_mappings
+        )));
+    }
     let mapped = discover::mapped_binaries(side, &[]).unwrap_or_default();
     Err(Error::Mismatch(format!(
         "{}: no process in the capture maps a file named {:?}{} (it maps: {}); rename the binary to the mapped name, or pass --ignore-build-id if only its build-id differs",
