@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use super::code::Code;
 use super::dwarf::{DebugInfo, Dwarf, DwarfSections, FrameRef, NO_NODE};
 use super::flat::{Chain, FlatProfile, LineCount};
-use super::{base_discriminator, duplication_factor, Binary, Report};
+use super::{base_discriminator_llvm19, duplication_factor, Binary, Report};
 use crate::error::{Error, Result};
 use crate::perf::aggregate::BinaryProfile;
 
@@ -390,8 +390,8 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Made, R
                 debug.frames_at(source, &mut stack);
                 frames(&stack, &names, &mut fr);
                 if let Some(&(_, last)) = fr.last() {
-                    let leaf = chain.leaf(&mut p, &fr, 0, base_discriminator);
-                    let loc = LineLocation::new(last.line, base_discriminator(last.disc));
+                    let leaf = chain.leaf(&mut p, &fr, 0, base_discriminator_llvm19);
+                    let loc = LineLocation::new(last.line, base_discriminator_llvm19(last.disc));
                     p.add_target(leaf, loc, callee, n);
                 }
                 let top = p.top(callee);
@@ -415,8 +415,9 @@ pub(crate) fn profile(binary: &Binary, traces: BinaryProfile) -> Result<(Made, R
                     let Some(&(_, last)) = fr.last() else {
                         continue;
                     };
-                    let leaf = chain.leaf(&mut p, &fr, n * u64::from(size), base_discriminator);
-                    let loc = LineLocation::new(last.line, base_discriminator(last.disc));
+                    let leaf =
+                        chain.leaf(&mut p, &fr, n * u64::from(size), base_discriminator_llvm19);
+                    let loc = LineLocation::new(last.line, base_discriminator_llvm19(last.disc));
                     let n = match how {
                         LineCount::Sum => n,
                         LineCount::Max => n * duplication_factor(last.disc),
