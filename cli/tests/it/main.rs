@@ -30,5 +30,6 @@ mod perf_script;
 mod plt;
 mod sampleprof;
 mod sampleprof_gcc;
+mod startup;
 mod store;
 mod yaml;
