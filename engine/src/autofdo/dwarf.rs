@@ -33,22 +33,10 @@ pub struct FrameRef<'a> {
 }
 
 impl FrameRef<'_> {
-    /// Whether two frames are equal, without comparing the names' bytes (their `name_id`s
-    /// stand for them).
+    /// Whether two frames are equal, without comparing the names' bytes: a frame's DIE
+    /// gives its name and declaration line, so the DIE, line and discriminator decide.
     pub fn same(&self, other: &FrameRef<'_>) -> bool {
-        (
-            self.name_id,
-            self.start_line,
-            self.line,
-            self.discriminator,
-            self.node,
-        ) == (
-            other.name_id,
-            other.start_line,
-            other.line,
-            other.discriminator,
-            other.node,
-        )
+        (self.node, self.line, self.discriminator) == (other.node, other.line, other.discriminator)
     }
 }
 

@@ -705,7 +705,8 @@ fn check_mapped(
     if !maps.by_pid.is_empty() {
         return Ok(());
     }
-    if maps.ignored_mappings > 0 {
+    // (With a pid filter the ignored mappings may be other processes': the general message.)
+    if maps.ignored_mappings > 0 && req.pid.is_none() {
         return Err(Error::Mismatch(format!(
             "{}: the capture maps {:?} {} time(s), never at an address and file offset that fit its segments (is it the binary that was profiled?)",
             binary.path.display(),
