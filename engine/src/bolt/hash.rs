@@ -126,11 +126,72 @@ struct Hashed<'t> {
     conditional: bool,
 }
 
-/// The per-block strings: (opcode names, with operands, sorted mnemonics).
+/// The blocks' strings, built block after block as the function is decoded in address order:
+/// the opcode names of all blocks in one buffer, and each block's other two strings hashed as
+/// soon as the block ends (no buffer per block: a YAML profile hashes every profiled function).
 struct BlockStrings {
+    /// Every block's opcode names, block after block.
     names: Vec<u8>,
+    /// Where each block's names start and end in `names`.
+    name_ranges: Vec<(usize, usize)>,
+    /// xxh3 of each block's opcode names with their operands.
+    full_hashes: Vec<u64>,
+    /// xxh3 of each block's sorted, distinct mnemonics.
+    opcode_hashes: Vec<u64>,
+    /// The block being decoded, and its two strings so far.
+    current: Option<usize>,
     full: Vec<u8>,
-    mnemonics: BTreeSet<&'static str>,
+    mnemonics: Vec<&'static str>,
+    joined: Vec<u8>,
+}
+
+impl BlockStrings {
+    fn new(blocks: usize) -> BlockStrings {
+        let empty = xxh3_64(b"");
+        BlockStrings {
+            names: Vec::new(),
+            name_ranges: vec![(0, 0); blocks],
+            full_hashes: vec![empty; blocks],
+            opcode_hashes: vec![empty; blocks],
+            current: None,
+            full: Vec::new(),
+            mnemonics: Vec::new(),
+            joined: Vec::new(),
+        }
+    }
+
+    /// Moves on to block `b` (never backwards) and returns the buffers for its instruction.
+    fn enter(&mut self, b: usize) {
+        if self.current == Some(b) {
+            return;
+        }
+        self.finish();
+        self.current = Some(b);
+        self.name_ranges[b] = (self.names.len(), self.names.len());
+    }
+
+    /// Hashes the current block's strings.
+    fn finish(&mut self) {
+        let Some(b) = self.current.take() else {
+            return;
+        };
+        self.name_ranges[b].1 = self.names.len();
+        self.full_hashes[b] = xxh3_64(&self.full);
+        self.full.clear();
+        self.mnemonics.sort_unstable();
+        self.mnemonics.dedup();
+        self.joined.clear();
+        for m in &self.mnemonics {
+            self.joined.extend_from_slice(m.as_bytes());
+        }
+        self.opcode_hashes[b] = xxh3_64(&self.joined);
+        self.mnemonics.clear();
+    }
+
+    fn block_names(&self, b: usize) -> &[u8] {
+        let (start, end) = self.name_ranges[b];
+        &self.names[start..end]
+    }
 }
 
 /// Hashes of `f` given its CFG; an error if an instruction is not in the table.
@@ -150,15 +211,7 @@ pub fn hashes_in_order(
     let code = ctx.functions.function_code(f);
     let code = &code[..(f.size as usize).min(code.len())];
     let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
-    let mut blocks: Vec<BlockStrings> = cfg
-        .blocks
-        .iter()
-        .map(|_| BlockStrings {
-            names: Vec::new(),
-            full: Vec::new(),
-            mnemonics: BTreeSet::new(),
-        })
-        .collect();
+    let mut strings = BlockStrings::new(cfg.blocks.len());
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
@@ -169,19 +222,19 @@ pub fn hashes_in_order(
         let Some(b) = cfg.block_containing(offset) else {
             break;
         };
-        let out = &mut blocks[b];
+        strings.enter(b);
         if code.get(offset as usize) == Some(&0xf0) {
             // LLVM's disassembler returns a `lock` prefix as an instruction of its own.
-            out.names.extend_from_slice(b"LOCK_PREFIX");
-            out.full.extend_from_slice(b"LOCK_PREFIX");
-            out.mnemonics.insert("lock");
+            strings.names.extend_from_slice(b"LOCK_PREFIX");
+            strings.full.extend_from_slice(b"LOCK_PREFIX");
+            strings.mnemonics.push("lock");
         }
         let h = classify(f, cfg, &ins, v)?;
         if h.skipped {
             continue;
         }
-        out.names.extend_from_slice(h.name.as_bytes());
-        out.full.extend_from_slice(h.name.as_bytes());
+        strings.names.extend_from_slice(h.name.as_bytes());
+        strings.full.extend_from_slice(h.name.as_bytes());
         let offsets = decoder.get_constant_offsets(&ins);
         let reloc_at = |has: bool, at: usize| {
             has.then(|| ctx.relocations.get(&(ins.ip() + at as u64)))
@@ -191,33 +244,37 @@ pub fn hashes_in_order(
         // BAT test checks both against llvm-bolt in relocation mode).
         let reloc = reloc_at(offsets.has_immediate(), offsets.immediate_offset());
         for op in h.ops {
-            operand(ctx, h.ins, *op, v, reloc, &mut out.full);
+            operand(ctx, h.ins, *op, v, reloc, &mut strings.full);
         }
         if h.conditional {
-            out.mnemonics.insert("JMP");
+            strings.mnemonics.push("JMP");
         } else if !h.name.starts_with("NOOP") {
-            out.mnemonics.insert(h.mnemonic);
+            strings.mnemonics.push(h.mnemonic);
         }
     }
-    let mut all = Vec::new();
+    strings.finish();
+    let mut all = xxhash_rust::xxh3::Xxh3::new();
     match order {
         Some(order) => order
             .iter()
-            .for_each(|&b| all.extend_from_slice(&blocks[b].names)),
-        None => blocks.iter().for_each(|b| all.extend_from_slice(&b.names)),
+            .for_each(|&b| all.update(strings.block_names(b))),
+        None => (0..cfg.blocks.len()).for_each(|b| all.update(strings.block_names(b))),
     }
-    let opcode_hashes: Vec<u64> = blocks
-        .iter()
-        .map(|b| {
-            let s: Vec<u8> = b.mnemonics.iter().flat_map(|m| m.bytes()).collect();
-            xxh3_64(&s)
-        })
-        .collect();
-    let preds = predecessors(cfg);
-    let fold = |list: &[usize]| {
-        list.iter()
-            .fold(0u64, |acc, &n| hash_16_bytes(acc, opcode_hashes[n]))
-    };
+    let opcode_hashes = &strings.opcode_hashes;
+    // Each block's neighbours' opcode hashes folded in BOLT's order: predecessors by taken
+    // edges in block order, then by fall-throughs in block order; successors as listed.
+    let mut pred = vec![0u64; cfg.blocks.len()];
+    for (i, b) in cfg.blocks.iter().enumerate() {
+        let taken = b.successors.len() - usize::from(b.falls_through);
+        for &s in &b.successors[..taken] {
+            pred[s] = hash_16_bytes(pred[s], opcode_hashes[i]);
+        }
+    }
+    for (i, b) in cfg.blocks.iter().enumerate() {
+        if let (true, Some(&s)) = (b.falls_through, b.successors.last()) {
+            pred[s] = hash_16_bytes(pred[s], opcode_hashes[i]);
+        }
+    }
     let hashes = cfg
         .blocks
         .iter()
@@ -225,39 +282,21 @@ pub fn hashes_in_order(
         .map(|(i, block)| {
             let offset = block.offset & 0xffff;
             let opcode = opcode_hashes[i] & 0xffff;
-            let instr = xxh3_64(&blocks[i].full) & 0xffff;
-            let pred = fold(&preds[i]) & 0xff;
-            let succ = fold(&block.successors) & 0xff;
-            offset | opcode << 16 | instr << 32 | pred << 48 | succ << 56
+            let instr = strings.full_hashes[i] & 0xffff;
+            let succ = block
+                .successors
+                .iter()
+                .fold(0u64, |acc, &n| hash_16_bytes(acc, opcode_hashes[n]))
+                & 0xff;
+            offset | opcode << 16 | instr << 32 | (pred[i] & 0xff) << 48 | succ << 56
         })
         .collect();
     Ok(Hashes {
-        function: xxh3_64(&all),
+        function: all.digest(),
         blocks: hashes,
     })
 }
 
-/// Predecessors in the order BOLT adds edges: taken branches (in source order), then
-/// fall-throughs.
-fn predecessors(cfg: &Cfg) -> Vec<Vec<usize>> {
-    let mut preds = vec![Vec::new(); cfg.blocks.len()];
-    for (i, b) in cfg.blocks.iter().enumerate() {
-        let taken = b.successors.len() - usize::from(b.falls_through);
-        for &s in &b.successors[..taken] {
-            preds[s].push(i);
-        }
-    }
-    for (i, b) in cfg.blocks.iter().enumerate() {
-        if b.falls_through {
-            if let Some(&s) = b.successors.last() {
-                preds[s].push(i);
-            }
-        }
-    }
-    preds
-}
-
-/// The opcode BOLT holds for `ins` (its tail calls rewritten), and how the hashes count it.
 fn classify<'t>(
     f: &Function,
     cfg: &Cfg,

@@ -169,11 +169,14 @@ impl DataObjects {
     /// `getOrCreateJumpTable`: `JUMP_TABLE/<function>.<n>`, sized by its entries (each
     /// bounded by the next table known in the binary).
     fn register_jump_tables(&mut self, functions: &Functions) {
+        use rayon::prelude::*;
+        // Every function is disassembled: in parallel, the results kept in address order.
+        let candidates: Vec<&super::functions::Function> =
+            functions.iter().filter(|f| !f.is_plt).collect();
         let per_function: Vec<(&super::functions::Function, Vec<super::indirect::Pattern>)> =
-            functions
-                .iter()
-                .filter(|f| !f.is_plt)
-                .filter_map(|f| {
+            candidates
+                .par_iter()
+                .filter_map(|&f| {
                     let d = super::cfg::disassemble(functions, f).ok()?;
                     let patterns: Vec<_> = d.table_patterns().collect();
                     (!patterns.is_empty()).then_some((f, patterns))
@@ -240,33 +243,38 @@ impl DataObjects {
     /// contains become 0-sized `DATAat0x…` objects.
     fn register_code_references(&mut self, file: &object::File, sections: &[Section]) {
         use iced_x86::{Decoder, DecoderOptions, Instruction};
-        let mut targets = Vec::new();
-        let mut ins = Instruction::default();
-        for sym in file.symbols() {
-            if sym.kind() != SymbolKind::Text || sym.size() == 0 || sym.is_undefined() {
-                continue;
-            }
-            let Some(section) = sections.iter().find(|s| {
-                s.executable && sym.address() >= s.address && sym.address() < s.address + s.size
-            }) else {
-                continue;
-            };
-            let start = (sym.address() - section.address) as usize;
-            let Some(code) = section.contents.get(start..) else {
-                continue;
-            };
-            let code = &code[..code.len().min(sym.size() as usize)];
-            let mut decoder = Decoder::with_ip(64, code, sym.address(), DecoderOptions::NONE);
-            while decoder.can_decode() {
-                decoder.decode_out(&mut ins);
-                if ins.is_invalid() {
-                    break;
+        use rayon::prelude::*;
+        let code: Vec<(u64, &[u8])> = file
+            .symbols()
+            .filter(|sym| sym.kind() == SymbolKind::Text && sym.size() != 0 && !sym.is_undefined())
+            .filter_map(|sym| {
+                let section = sections.iter().find(|s| {
+                    s.executable && sym.address() >= s.address && sym.address() < s.address + s.size
+                })?;
+                let start = (sym.address() - section.address) as usize;
+                let code = section.contents.get(start..)?;
+                Some((sym.address(), &code[..code.len().min(sym.size() as usize)]))
+            })
+            .collect();
+        // The order does not matter: the targets are sorted.
+        let targets: Vec<u64> = code
+            .par_iter()
+            .flat_map_iter(|&(address, code)| {
+                let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
+                let mut ins = Instruction::default();
+                let mut targets = Vec::new();
+                while decoder.can_decode() {
+                    decoder.decode_out(&mut ins);
+                    if ins.is_invalid() {
+                        break;
+                    }
+                    if ins.is_ip_rel_memory_operand() {
+                        targets.push(ins.ip_rel_memory_address());
+                    }
                 }
-                if ins.is_ip_rel_memory_operand() {
-                    targets.push(ins.ip_rel_memory_address());
-                }
-            }
-        }
+                targets
+            })
+            .collect();
         self.register_unnamed(targets, sections, DATA_PREFIX);
     }
 

@@ -7,8 +7,6 @@
 //! Checked against perf2bolt 22's output in the unit tests below (a fragment of a real file).
 //! Not yet written: `pseudo_probes`, `guid` and `events` (sample profiles).
 
-use std::fmt::Write as _;
-
 /// The document header.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Header {
@@ -125,80 +123,141 @@ fn quoting(s: &str) -> Option<char> {
     needed
 }
 
-fn scalar(out: &mut String, s: &str) {
+fn scalar(out: &mut Vec<u8>, s: &str) {
     match quoting(s) {
-        None => out.push_str(s),
+        None => out.extend_from_slice(s.as_bytes()),
         Some('\'') => {
-            out.push('\'');
-            out.push_str(&s.replace('\'', "''"));
-            out.push('\'');
-        }
-        Some(_) => {
-            out.push('"');
-            for c in s.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                        write!(out, "\\x{:02X}", c as u32).unwrap()
-                    }
-                    c => out.push(c),
+            out.push(b'\'');
+            for piece in s.split_inclusive('\'') {
+                out.extend_from_slice(piece.as_bytes());
+                if piece.ends_with('\'') {
+                    out.push(b'\'');
                 }
             }
-            out.push('"');
+            out.push(b'\'');
+        }
+        Some(_) => {
+            out.push(b'"');
+            let mut utf8 = [0u8; 4];
+            for c in s.chars() {
+                match c {
+                    '"' => out.extend_from_slice(b"\\\""),
+                    '\\' => out.extend_from_slice(b"\\\\"),
+                    c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                        out.extend_from_slice(b"\\x");
+                        push_hex_digits(out, u64::from(c as u32), 2);
+                    }
+                    c => out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes()),
+                }
+            }
+            out.push(b'"');
         }
     }
+}
+
+/// Enough spaces for any indentation or key padding of this schema.
+const SPACES: &[u8; 32] = b"                                ";
+
+fn spaces(out: &mut Vec<u8>, n: usize) {
+    for _ in 0..n / SPACES.len() {
+        out.extend_from_slice(SPACES);
+    }
+    out.extend_from_slice(&SPACES[..n % SPACES.len()]);
 }
 
 /// `yaml::Output::paddedKey`: `key:` and `16 - len(key)` spaces (at least one).
-fn key(out: &mut String, indent: usize, first_in_item: bool, k: &str) {
+fn key(out: &mut Vec<u8>, indent: usize, first_in_item: bool, k: &str) {
     if first_in_item {
-        out.push_str(&" ".repeat(indent - 2));
-        out.push_str("- ");
+        spaces(out, indent - 2);
+        out.extend_from_slice(b"- ");
     } else {
-        out.push_str(&" ".repeat(indent));
+        spaces(out, indent);
     }
-    out.push_str(k);
-    out.push(':');
-    out.push_str(&" ".repeat(16usize.saturating_sub(k.len()).max(1)));
+    out.extend_from_slice(k.as_bytes());
+    out.push(b':');
+    spaces(out, 16usize.saturating_sub(k.len()).max(1));
+}
+
+fn decimal(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// `v` in uppercase hex, at least `min_digits` digits.
+fn push_hex_digits(out: &mut Vec<u8>, v: u64, min_digits: usize) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let digits = (16 - (v.leading_zeros() as usize) / 4)
+        .max(min_digits)
+        .max(1);
+    for i in (0..digits).rev() {
+        out.push(DIGITS[((v >> (4 * i)) & 0xf) as usize]);
+    }
+}
+
+/// `0x…`, uppercase and unpadded, as `yaml::Hex64` prints it.
+fn hex(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(b"0x");
+    push_hex_digits(out, v, 1);
+}
+
+/// A key's value and a newline.
+fn line_decimal(out: &mut Vec<u8>, indent: usize, k: &str, v: u64) {
+    key(out, indent, false, k);
+    decimal(out, v);
+    out.push(b'\n');
 }
 
 /// The column of the end of `o` (LLVM's `Output::Column`).
-fn column(o: &str) -> usize {
-    o.len() - o.rfind('\n').map_or(0, |i| i + 1)
+fn column(o: &[u8]) -> usize {
+    o.len() - o.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1)
+}
+
+/// A flow value: decimal or `0x` hex.
+#[derive(Clone, Copy)]
+enum Value {
+    Decimal(u64),
+    Hex(u64),
 }
 
 /// A flow sequence of flow mappings and a newline, wrapped as `yaml::Output` wraps flow
 /// elements and keys once the column passes `wrap_column` (0: never): a new line indented
-/// to the sequence's (or mapping's) start plus two.
-fn flow_mappings_out(o: &mut String, items: &[Vec<(&str, String)>], wrap_column: usize) {
-    let wrap = |o: &mut String, start: usize| {
+/// to the sequence's (or mapping's) start plus two. `items` gives each mapping's entries,
+/// `None` ones left out.
+fn flow_mappings_out<const N: usize>(
+    o: &mut Vec<u8>,
+    items: impl Iterator<Item = [Option<(&'static str, Value)>; N]>,
+    wrap_column: usize,
+) {
+    let wrap = |o: &mut Vec<u8>, start: usize| {
         if wrap_column != 0 && column(o) > wrap_column {
-            o.push('\n');
-            o.push_str(&" ".repeat(start + 2));
+            o.push(b'\n');
+            spaces(o, start + 2);
         }
     };
-    let seq_start = column(o);
-    o.push_str("[ ");
-    for (i, item) in items.iter().enumerate() {
+    let start_of = |o: &Vec<u8>| if wrap_column != 0 { column(o) } else { 0 };
+    let seq_start = start_of(o);
+    o.extend_from_slice(b"[ ");
+    for (i, item) in items.enumerate() {
         if i > 0 {
-            o.push_str(", ");
+            o.extend_from_slice(b", ");
         }
         wrap(o, seq_start);
-        let map_start = column(o);
-        o.push_str("{ ");
-        for (j, (k, v)) in item.iter().enumerate() {
+        let map_start = start_of(o);
+        o.extend_from_slice(b"{ ");
+        for (j, (k, v)) in item.into_iter().flatten().enumerate() {
             if j > 0 {
-                o.push_str(", ");
+                o.extend_from_slice(b", ");
             }
             wrap(o, map_start);
-            o.push_str(k);
-            o.push_str(": ");
-            o.push_str(v);
+            o.extend_from_slice(k.as_bytes());
+            o.extend_from_slice(b": ");
+            match v {
+                Value::Decimal(v) => decimal(o, v),
+                Value::Hex(v) => hex(o, v),
+            }
         }
-        o.push_str(" }");
+        o.extend_from_slice(b" }");
     }
-    o.push_str(" ]\n");
+    o.extend_from_slice(b" ]\n");
 }
 
 /// The profile as LLVM's YAML writer prints it with no line wrapping (`yaml::Output(OS,
@@ -210,113 +269,110 @@ pub fn write(p: &Profile) -> String {
 /// The profile as `yaml::Output` prints it with flow sequences wrapped past `wrap_column`
 /// (merge-fdata uses the default, 70).
 pub fn write_wrapped(p: &Profile, wrap_column: usize) -> String {
-    let mut o = String::new();
-    let h = &p.header;
-    o.push_str("---\nheader:\n  profile-version: 1\n");
-    key(&mut o, 2, false, "binary-name");
-    scalar(&mut o, &h.binary_name);
-    o.push('\n');
-    if let Some(id) = &h.build_id {
-        key(&mut o, 2, false, "binary-build-id");
-        scalar(&mut o, id);
-        o.push('\n');
-    }
-    key(&mut o, 2, false, "profile-flags");
-    o.push_str(&format!("[ {} ]\n", h.flags.join(", ")));
-    key(&mut o, 2, false, "profile-origin");
-    scalar(&mut o, &h.origin);
-    o.push('\n');
-    key(&mut o, 2, false, "profile-events");
-    scalar(&mut o, &h.events);
-    o.push('\n');
-    key(&mut o, 2, false, "dfs-order");
-    o.push_str(if h.dfs_order { "true\n" } else { "false\n" });
-    if h.xxh3 {
-        key(&mut o, 2, false, "hash-func");
-        o.push_str("xxh3\n");
-    }
-    if p.functions.is_empty() {
-        o.push_str("functions:       []\n");
-    } else {
-        o.push_str("functions:\n");
-    }
+    let mut o = Vec::new();
+    write_header(&mut o, &p.header, p.functions.is_empty());
     for f in &p.functions {
-        key(&mut o, 4, true, "name");
-        scalar(&mut o, &f.name);
-        o.push('\n');
-        key(&mut o, 4, false, "fid");
-        writeln!(o, "{}", f.fid).unwrap();
-        key(&mut o, 4, false, "hash");
-        writeln!(o, "0x{:X}", f.hash).unwrap();
-        key(&mut o, 4, false, "exec");
-        writeln!(o, "{}", f.exec).unwrap();
-        key(&mut o, 4, false, "nblocks");
-        writeln!(o, "{}", f.nblocks).unwrap();
-        if f.blocks.is_empty() {
-            continue;
+        write_function(&mut o, f, wrap_column);
+    }
+    o.extend_from_slice(END.as_bytes());
+    String::from_utf8(o).expect("the text is made of strings and ASCII")
+}
+
+/// The end of the document, after the last function.
+pub const END: &str = "...\n";
+
+/// The document's start and header, up to the functions' key (`functions: []` when there
+/// are none); then come [`write_function`] for each function and [`END`].
+pub fn write_header(o: &mut Vec<u8>, h: &Header, no_functions: bool) {
+    o.extend_from_slice(b"---\nheader:\n  profile-version: 1\n");
+    key(o, 2, false, "binary-name");
+    scalar(o, &h.binary_name);
+    o.push(b'\n');
+    if let Some(id) = &h.build_id {
+        key(o, 2, false, "binary-build-id");
+        scalar(o, id);
+        o.push(b'\n');
+    }
+    key(o, 2, false, "profile-flags");
+    o.extend_from_slice(format!("[ {} ]\n", h.flags.join(", ")).as_bytes());
+    key(o, 2, false, "profile-origin");
+    scalar(o, &h.origin);
+    o.push(b'\n');
+    key(o, 2, false, "profile-events");
+    scalar(o, &h.events);
+    o.push(b'\n');
+    key(o, 2, false, "dfs-order");
+    o.extend_from_slice(if h.dfs_order { b"true\n" } else { b"false\n" });
+    if h.xxh3 {
+        key(o, 2, false, "hash-func");
+        o.extend_from_slice(b"xxh3\n");
+    }
+    if no_functions {
+        o.extend_from_slice(b"functions:       []\n");
+    } else {
+        o.extend_from_slice(b"functions:\n");
+    }
+}
+
+/// One function's record, flow sequences wrapped past `wrap_column` (0: never).
+pub fn write_function(o: &mut Vec<u8>, f: &Function, wrap_column: usize) {
+    key(o, 4, true, "name");
+    scalar(o, &f.name);
+    o.push(b'\n');
+    line_decimal(o, 4, "fid", u64::from(f.fid));
+    key(o, 4, false, "hash");
+    hex(o, f.hash);
+    o.push(b'\n');
+    line_decimal(o, 4, "exec", f.exec);
+    line_decimal(o, 4, "nblocks", u64::from(f.nblocks));
+    if f.blocks.is_empty() {
+        return;
+    }
+    // `blocks:` alone on its line, without the key's padding.
+    spaces(o, 4);
+    o.extend_from_slice(b"blocks:\n");
+    for b in &f.blocks {
+        key(o, 8, true, "bid");
+        decimal(o, u64::from(b.bid));
+        o.push(b'\n');
+        // `mapRequired`: written even when 0 (BAT profiles do not know it).
+        line_decimal(o, 8, "insns", u64::from(b.insns));
+        if b.hash != 0 {
+            key(o, 8, false, "hash");
+            hex(o, b.hash);
+            o.push(b'\n');
         }
-        key(&mut o, 4, false, "blocks");
-        o.truncate(o.trim_end_matches(' ').len());
-        o.push('\n');
-        for b in &f.blocks {
-            key(&mut o, 8, true, "bid");
-            writeln!(o, "{}", b.bid).unwrap();
-            // `mapRequired`: written even when 0 (BAT profiles do not know it).
-            key(&mut o, 8, false, "insns");
-            writeln!(o, "{}", b.insns).unwrap();
-            if b.hash != 0 {
-                key(&mut o, 8, false, "hash");
-                writeln!(o, "0x{:X}", b.hash).unwrap();
-            }
-            if b.exec != 0 {
-                key(&mut o, 8, false, "exec");
-                writeln!(o, "{}", b.exec).unwrap();
-            }
-            if b.events != 0 {
-                key(&mut o, 8, false, "events");
-                writeln!(o, "{}", b.events).unwrap();
-            }
-            if !b.calls.is_empty() {
-                key(&mut o, 8, false, "calls");
-                let items: Vec<Vec<(&str, String)>> = b
-                    .calls
-                    .iter()
-                    .map(|c| {
-                        let mut m = vec![
-                            ("off", format!("0x{:X}", c.offset)),
-                            ("fid", c.fid.to_string()),
-                        ];
-                        if c.disc != 0 {
-                            m.push(("disc", c.disc.to_string()));
-                        }
-                        m.push(("cnt", c.count.to_string()));
-                        if c.mispreds != 0 {
-                            m.push(("mis", c.mispreds.to_string()));
-                        }
-                        m
-                    })
-                    .collect();
-                flow_mappings_out(&mut o, &items, wrap_column);
-            }
-            if !b.succ.is_empty() {
-                key(&mut o, 8, false, "succ");
-                let items: Vec<Vec<(&str, String)>> = b
-                    .succ
-                    .iter()
-                    .map(|s| {
-                        let mut m = vec![("bid", s.bid.to_string()), ("cnt", s.count.to_string())];
-                        if s.mispreds != 0 {
-                            m.push(("mis", s.mispreds.to_string()));
-                        }
-                        m
-                    })
-                    .collect();
-                flow_mappings_out(&mut o, &items, wrap_column);
-            }
+        if b.exec != 0 {
+            line_decimal(o, 8, "exec", b.exec);
+        }
+        if b.events != 0 {
+            line_decimal(o, 8, "events", b.events);
+        }
+        if !b.calls.is_empty() {
+            key(o, 8, false, "calls");
+            let items = b.calls.iter().map(|c| {
+                [
+                    Some(("off", Value::Hex(u64::from(c.offset)))),
+                    Some(("fid", Value::Decimal(u64::from(c.fid)))),
+                    (c.disc != 0).then_some(("disc", Value::Decimal(u64::from(c.disc)))),
+                    Some(("cnt", Value::Decimal(c.count))),
+                    (c.mispreds != 0).then_some(("mis", Value::Decimal(c.mispreds))),
+                ]
+            });
+            flow_mappings_out(o, items, wrap_column);
+        }
+        if !b.succ.is_empty() {
+            key(o, 8, false, "succ");
+            let items = b.succ.iter().map(|s| {
+                [
+                    Some(("bid", Value::Decimal(u64::from(s.bid)))),
+                    Some(("cnt", Value::Decimal(s.count))),
+                    (s.mispreds != 0).then_some(("mis", Value::Decimal(s.mispreds))),
+                ]
+            });
+            flow_mappings_out(o, items, wrap_column);
         }
     }
-    o.push_str("...\n");
-    o
 }
 
 /// Why a YAML profile could not be read: where, and what was expected.
