@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use crate::bolt::bat::Translation;
 use crate::bolt::functions::Functions;
-use crate::bolt::{memory, symbolize_as, symbolize_bolted, BatIndex, Dialect, TraceStats};
+use crate::bolt::{
+    memory, symbolize_as, symbolize_bolted, symbolize_keeping, BatIndex, Dialect, TraceStats,
+};
 use crate::error::{io_error, Result};
 use crate::io::output::write_atomically;
 use crate::io::InputBytes;
@@ -94,7 +96,7 @@ pub fn write_yaml_with_intra(
         build_id: build_id_hex(&loaded.data),
         use_dfs,
     };
-    let (yaml, traces, out_of_range_samples) = match &loaded.bat {
+    let (traces, out_of_range_samples, symbolize_seconds) = match &loaded.bat {
         // A BOLTed binary's profile is the input binary's (perf2bolt 22's `writeBATYAML`);
         // perf2bolt has no LLVM 19 dialect for it.
         Some(t) => {
@@ -112,24 +114,29 @@ pub fn write_yaml_with_intra(
                 path: loaded.path.clone(),
                 message: e.to_string(),
             })?;
-            (yaml, fdata.stats, fdata.out_of_range_samples)
+            let symbolize_seconds = started.elapsed().as_secs_f64();
+            write_atomically(path, |out| crate::bolt::yaml::write_profile(out, &yaml))?;
+            (fdata.stats, fdata.out_of_range_samples, symbolize_seconds)
         }
         None => {
-            let fdata = symbolize_as(profile, functions, basic, None, dialect);
+            let mut fdata = symbolize_keeping(profile, functions, basic, None, dialect, true);
+            let touched = fdata.take_touched();
             let intra = intra.map(|p| symbolize_as(p, functions, basic, None, dialect));
-            let yaml = crate::bolt::yaml::profile_with_intra(
-                &fdata,
-                intra.as_ref(),
-                &loaded.data,
-                &options,
-            );
-            (yaml, fdata.stats, fdata.out_of_range_samples)
+            let symbolize_seconds = started.elapsed().as_secs_f64();
+            // The records are made while the file is written.
+            write_atomically(path, |out| {
+                crate::bolt::yaml::write_reusing(
+                    out,
+                    &fdata,
+                    touched,
+                    intra.as_ref(),
+                    &loaded.data,
+                    &options,
+                )
+            })?;
+            (fdata.stats, fdata.out_of_range_samples, symbolize_seconds)
         }
     };
-    let symbolize_seconds = started.elapsed().as_secs_f64();
-    write_atomically(path, |out| {
-        out.write_all(formats::bolt::yaml::write(&yaml).as_bytes())
-    })?;
     Ok(FdataReport {
         load_seconds: loaded.seconds,
         symbolize_seconds,

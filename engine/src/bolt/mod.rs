@@ -140,6 +140,23 @@ pub struct Fdata<'f> {
     /// line reads like a recursive call in fdata, but perf2bolt recorded it as an inner
     /// branch, which enters nothing (BAT YAML counts no entry for it).
     zero_fallthroughs: HashMap<(Loc, Loc), u64>,
+    /// The functions the profile touches, as symbolizing analysed them, when asked for.
+    touched: Option<Touched>,
+}
+
+/// The functions a profile touches (those perf2bolt's lite mode disassembles) as
+/// [`analyse_touched`] analyses them.
+pub(crate) struct Touched {
+    /// Their indices, ascending.
+    pub(crate) indices: Vec<u32>,
+    /// The CFGs (or why none) of those holding a trace's start.
+    pub(crate) bodies: HashMap<u32, Body>,
+    /// The first phase of the others' (no trace starts in them).
+    pub(crate) unfinished: Vec<(u32, Result<cfg::Disassembled, Body>)>,
+    /// The jump tables' starts.
+    pub(crate) tables: std::collections::BTreeSet<u64>,
+    /// Their secondary entry points (offsets, ascending).
+    pub(crate) entries: HashMap<u32, Vec<u64>>,
 }
 
 /// The branch and fall-through counts of one chunk of traces, summed in a table.
@@ -224,13 +241,27 @@ pub fn symbolize_as<'f>(
     bat: Option<&'f BatIndex<'f>>,
     dialect: Dialect,
 ) -> Fdata<'f> {
+    symbolize_keeping(profile, functions, basic, bat, dialect, false)
+}
+
+/// [`symbolize_as`]; with `keep_touched`, the result keeps the disassembly of the functions
+/// the profile touches ([`Fdata::touched`]) for the YAML writer, which needs their CFGs too.
+pub(crate) fn symbolize_keeping<'f>(
+    profile: &BinaryProfile,
+    functions: &'f Functions,
+    basic: bool,
+    bat: Option<&'f BatIndex<'f>>,
+    dialect: Dialect,
+    keep_touched: bool,
+) -> Fdata<'f> {
     let mut fdata = Fdata::new(functions, basic.then(|| profile.events.clone()));
     fdata.bolted = bat.is_some();
     if basic {
         fdata.add_samples(&profile.ips, bat);
         return fdata;
     }
-    let bodies = analyse_touched(profile, functions, bat);
+    let touched = analyse_touched(profile, functions, bat);
+    let bodies = &touched.bodies;
     let returns = find_returns(profile, functions);
     // In address order, consecutive traces share their function and its CFG, which then stay
     // in cache: hash order costs a cache miss per lookup.
@@ -254,7 +285,7 @@ pub fn symbolize_as<'f>(
                 stats: TraceStats::default(),
                 zero_fallthroughs: HashMap::new(),
             };
-            walk.add_traces(&bodies, &returns, chunk);
+            walk.add_traces(bodies, &returns, chunk);
             (
                 walk.branches.into_iter().collect(),
                 walk.stats,
@@ -262,6 +293,9 @@ pub fn symbolize_as<'f>(
             )
         })
         .collect();
+    if keep_touched {
+        fdata.touched = Some(touched);
+    }
     for (lines, stats, zero) in parts {
         fdata.parts.push(lines);
         fdata.stats.add(stats);
@@ -277,6 +311,11 @@ pub fn symbolize_as<'f>(
 const TRACES_PER_CHUNK: usize = 1 << 15;
 
 impl<'f> Fdata<'f> {
+    /// What [`symbolize_keeping`] kept of the functions the profile touches, taken out.
+    pub(crate) fn take_touched(&mut self) -> Option<Touched> {
+        self.touched.take()
+    }
+
     fn new(functions: &'f Functions, basic_events: Option<Vec<String>>) -> Self {
         Fdata {
             functions,
@@ -287,6 +326,7 @@ impl<'f> Fdata<'f> {
             stats: TraceStats::default(),
             out_of_range_samples: 0,
             zero_fallthroughs: HashMap::new(),
+            touched: None,
         }
     }
 }
@@ -300,7 +340,7 @@ fn analyse_touched(
     profile: &BinaryProfile,
     functions: &Functions,
     bat: Option<&BatIndex<'_>>,
-) -> HashMap<u32, Body> {
+) -> Touched {
     let translated =
         |i: usize| bat.is_some_and(|b| b.translation.fragment(functions.get(i).address).is_some());
     // Functions holding a range's start: those that need a CFG.
@@ -351,14 +391,15 @@ fn analyse_touched(
         .filter_map(|(_, d)| d.as_ref().ok())
         .flat_map(|d| d.table_addresses())
         .collect();
-    phase_one
+    let (started, unfinished): (Vec<_>, Vec<_>) = phase_one
+        .into_iter()
+        .partition(|(i, _)| starts.binary_search(i).is_ok());
+    let bodies = started
         .into_par_iter()
-        .filter(|(i, _)| starts.binary_search(i).is_ok())
         .map(|(i, d)| {
             let body = match d {
                 Ok(d) => {
-                    let no_entries = Vec::new();
-                    let e = entries.get(&i).unwrap_or(&no_entries);
+                    let e = entries.get(&i).map_or(&[][..], Vec::as_slice);
                     cfg::finish(functions, functions.get(i as usize), d, &tables, e)
                 }
                 Err(body) => body,
@@ -367,7 +408,14 @@ fn analyse_touched(
         })
         .collect::<Vec<_>>()
         .into_iter()
-        .collect()
+        .collect();
+    Touched {
+        indices: touched,
+        bodies,
+        unfinished,
+        tables,
+        entries,
+    }
 }
 
 /// The references of the functions perf2bolt does not disassemble (all but the `touched`

@@ -40,7 +40,7 @@ use super::functions::{Function, Functions};
 use super::hash;
 use super::memory::DataObjects;
 use super::x86::Llvm;
-use super::{BatIndex, Branch, Fdata, Loc};
+use super::{BatIndex, Branch, Fdata, Loc, Touched};
 
 /// What the header says and how blocks are ordered.
 #[derive(Clone, Debug, Default)]
@@ -108,52 +108,65 @@ struct Lines {
 
 /// Every line of `fdata`, summed, filed by function.
 fn file_lines(fdata: &Fdata) -> HashMap<u32, Lines> {
-    let mut summed: HashMap<(Loc, Loc), Branch> = HashMap::new();
-    for part in &fdata.parts {
-        for &(key, b) in part {
-            let s = summed.entry(key).or_default();
-            s.count = s.count.wrapping_add(b.count);
-            s.mispreds = s.mispreds.wrapping_add(b.mispreds);
-        }
-    }
-    let mut keys: Vec<((Loc, Loc), Branch)> = summed.into_iter().collect();
-    // BOLT keeps each function's lines sorted by (source, target); indirect targets are
-    // listed in that order.
-    keys.sort_unstable_by_key(|&((from, to), _)| {
-        (from.offset, to.func.is_some(), to.func, to.offset)
+    // Sorted by source function, then as BOLT keeps each function's lines: by (source,
+    // target), which is also the order in which indirect targets are listed. A key split
+    // between chunks is then adjacent to itself.
+    let mut keys: Vec<((Loc, Loc), Branch)> = super::gather(&fdata.parts, |&line| line);
+    keys.par_sort_unstable_by_key(|&((from, to), _)| {
+        (
+            from.func,
+            from.offset,
+            to.func.is_some(),
+            to.func,
+            to.offset,
+        )
     });
-    let mut by_function: HashMap<u32, Lines> = HashMap::new();
-    for ((from, to), b) in keys {
-        match (from.func, to.func) {
-            (Some(f), Some(g)) if f == g && to.offset != 0 => {
-                by_function
-                    .entry(f)
-                    .or_default()
-                    .intra
-                    .push((from.offset, to.offset, b));
-                continue;
+    keys.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1.count = kept.1.count.wrapping_add(later.1.count);
+            kept.1.mispreds = kept.1.mispreds.wrapping_add(later.1.mispreds);
+        }
+        same
+    });
+    // The source function's lines come in one run: each run's lines filed in parallel.
+    let outgoing: Vec<(u32, Lines)> = keys
+        .par_chunk_by(|a, b| a.0 .0.func == b.0 .0.func)
+        .filter_map(|run| {
+            let f = run[0].0 .0.func?;
+            let mut lines = Lines::default();
+            for &((from, to), b) in run {
+                if to.func == Some(f) && to.offset != 0 {
+                    lines.intra.push((from.offset, to.offset, b));
+                } else {
+                    lines.out.push((from.offset, to, b));
+                }
             }
-            _ => {}
-        }
-        if let Some(f) = from.func {
-            by_function
-                .entry(f)
-                .or_default()
-                .out
-                .push((from.offset, to, b));
-        }
-        if let Some(g) = to.func {
+            Some((f, lines))
+        })
+        .collect();
+    // Entries only add up, in any order.
+    let mut entering: Vec<(u32, u64, Branch)> = keys
+        .par_iter()
+        .filter_map(|&((from, to), b)| {
+            let g = to.func?;
+            if from.func == Some(g) && to.offset != 0 {
+                return None;
+            }
             // A translated fall-through to offset 0 is an inner branch to perf2bolt, no entry.
             let mut b = b;
             if let Some(&n) = fdata.zero_fallthroughs.get(&(from, to)) {
                 b.count = b.count.wrapping_sub(n);
             }
-            by_function
-                .entry(g)
-                .or_default()
-                .entries
-                .push((to.offset, b));
-        }
+            Some((g, to.offset, b))
+        })
+        .collect();
+    drop(keys);
+    entering.par_sort_unstable_by_key(|e| e.0);
+    let mut by_function: HashMap<u32, Lines> = outgoing.into_iter().collect();
+    for run in entering.chunk_by(|a, b| a.0 == b.0) {
+        let lines = by_function.entry(run[0].0).or_default();
+        lines.entries = run.iter().map(|&(_, offset, b)| (offset, b)).collect();
     }
     by_function
 }
@@ -369,6 +382,36 @@ fn bodies(functions: &Functions, indices: &[u32], scan: bool) -> Bodies {
     }
 }
 
+/// The CFGs of every function `touched` holds: those it finished and the rest.
+fn finish_touched(functions: &Functions, touched: Touched) -> Bodies {
+    let Touched {
+        mut bodies,
+        unfinished,
+        tables,
+        entries,
+        ..
+    } = touched;
+    let finished: Vec<(u32, Body)> = unfinished
+        .into_par_iter()
+        .map(|(i, d)| {
+            let body = match d {
+                Ok(d) => {
+                    let e = entries.get(&i).map_or(&[][..], Vec::as_slice);
+                    cfg::finish(functions, functions.get(i as usize), d, &tables, e)
+                }
+                Err(body) => body,
+            };
+            (i, body)
+        })
+        .collect();
+    bodies.extend(finished);
+    Bodies {
+        bodies,
+        tables,
+        entries,
+    }
+}
+
 /// What [`bodies`] finds.
 struct Bodies {
     /// The CFGs (or why none) of the functions asked for.
@@ -466,6 +509,75 @@ pub fn profile_with_intra(
     data: &[u8],
     options: &Options,
 ) -> yaml::Profile {
+    profile_reusing(fdata, None, intra, data, options)
+}
+
+/// [`profile_with_intra`], taking the CFGs from `touched` (what symbolizing `fdata` analysed,
+/// [`super::symbolize_keeping`]) when it covers every profiled function instead of
+/// disassembling them again: perf2bolt builds one set of CFGs, for the functions the profile
+/// touches, and writes both its fdata and its YAML from them.
+pub(crate) fn profile_reusing(
+    fdata: &Fdata,
+    touched: Option<Touched>,
+    intra: Option<&Fdata>,
+    data: &[u8],
+    options: &Options,
+) -> yaml::Profile {
+    with_records(
+        fdata,
+        touched,
+        intra,
+        data,
+        options,
+        |header, profiled, record| yaml::Profile {
+            header,
+            functions: profiled.par_iter().map(|&i| record(i)).collect(),
+        },
+    )
+}
+
+/// [`profile_reusing`] written to `out` as [`yaml::write`] prints it, each batch of records
+/// made and formatted in parallel while the previous one is written (the whole profile is
+/// never held).
+pub(crate) fn write_reusing(
+    out: &mut dyn std::io::Write,
+    fdata: &Fdata,
+    touched: Option<Touched>,
+    intra: Option<&Fdata>,
+    data: &[u8],
+    options: &Options,
+) -> std::io::Result<()> {
+    with_records(
+        fdata,
+        touched,
+        intra,
+        data,
+        options,
+        |header, profiled, record| {
+            let mut text = Vec::new();
+            yaml::write_header(&mut text, &header, profiled.is_empty());
+            out.write_all(&text)?;
+            crate::io::output::write_formatted(out, profiled, |chunk, text| {
+                for &i in chunk {
+                    yaml::write_function(text, &record(i), 0);
+                }
+                Ok(())
+            })?;
+            out.write_all(yaml::END.as_bytes())
+        },
+    )
+}
+
+/// Gives `consume` the profile's header, its profiled functions (ascending indices) and a
+/// maker of their records (see [`profile_reusing`]).
+fn with_records<R>(
+    fdata: &Fdata,
+    touched: Option<Touched>,
+    intra: Option<&Fdata>,
+    data: &[u8],
+    options: &Options,
+    consume: impl FnOnce(yaml::Header, &[u32], &(dyn Fn(u32) -> yaml::Function + Sync)) -> R,
+) -> R {
     let mut header = yaml::Header {
         binary_name: options.binary_name.clone(),
         build_id: Some(
@@ -497,25 +609,40 @@ pub fn profile_with_intra(
     };
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
-    let (records, _) = cfg_records(
-        fdata,
-        data,
-        (&profiled, &profiled),
-        &lines,
-        options.use_dfs,
-        None,
-    );
+    let functions = fdata.functions;
+    let find = || match touched {
+        Some(t) if profiled.iter().all(|i| t.indices.binary_search(i).is_ok()) => {
+            finish_touched(functions, t)
+        }
+        _ => bodies(functions, &profiled, true),
+    };
+    let maker = RecordMaker::new(fdata, data, find, &lines, options.use_dfs, None);
     // The flags of the functions with a profile and blocks (none: `[  ]`).
-    let any = records.iter().any(|r| r.nblocks != 0);
+    let any = (profiled.iter())
+        .any(|i| matches!(maker.found.bodies.get(i), Some(Body::Cfg(c)) if !c.blocks.is_empty()));
     header.flags = match (any, basic) {
         (false, _) => vec![],
         (true, true) => vec!["sample"],
         (true, false) => vec!["lbr"],
     };
-    yaml::Profile {
-        header,
-        functions: records,
-    }
+    consume(header, &profiled, &|i| maker.record(i))
+}
+
+/// Writes `profile` as [`yaml::write`] prints it, the functions formatted in parallel.
+pub(crate) fn write_profile(
+    out: &mut dyn std::io::Write,
+    profile: &yaml::Profile,
+) -> std::io::Result<()> {
+    let mut header = Vec::new();
+    yaml::write_header(&mut header, &profile.header, profile.functions.is_empty());
+    out.write_all(&header)?;
+    crate::io::output::write_formatted(out, &profile.functions, |chunk, text| {
+        for f in chunk {
+            yaml::write_function(text, f, 0);
+        }
+        Ok(())
+    })?;
+    out.write_all(yaml::END.as_bytes())
 }
 
 /// `lines` with each function's inner branches taken from `intra` when given (see
@@ -533,83 +660,115 @@ fn with_intra(mut lines: HashMap<u32, Lines>, intra: Option<&Fdata>) -> HashMap<
 
 /// The records of the `profiled` functions (ascending indices) that BOLT gives a CFG, as
 /// `YAMLProfileWriter::convert` writes them; call destinations through `bat`'s tables when the
-/// binary is BOLTed. `disassembled` (ascending, `profiled` among them): the functions BOLT
-/// disassembles, whose references to one another make secondary entry points. Also returns
-/// the CFGs found.
+/// binary is BOLTed. `find` gives the CFGs of the functions BOLT disassembles (`profiled`
+/// among them), while the binary's data objects are found. Also returns the CFGs found.
 fn cfg_records(
     fdata: &Fdata,
     data: &[u8],
-    (profiled, disassembled): (&[u32], &[u32]),
+    profiled: &[u32],
+    find: impl FnOnce() -> Bodies + Send,
     lines: &HashMap<u32, Lines>,
     use_dfs: bool,
     bat: Option<&BatIndex>,
 ) -> (Vec<yaml::Function>, Bodies) {
-    let functions = fdata.functions;
-    let numbers: Vec<u32> = (0..functions.len()).map(|i| functions.number(i)).collect();
-    let basic = fdata.basic_events.is_some();
-    let found = bodies(functions, disassembled, bat.is_none());
-    let Bodies {
-        bodies,
-        tables: jump_tables,
-        entries,
-    } = &found;
-    let objects = DataObjects::from_elf(data, functions);
-    let relocations = hash::relocations(data);
-    let call_sites = object::File::parse(data)
-        .map(|file| super::eh::call_sites(&file))
-        .unwrap_or_default();
-    let ctx = hash::Context {
-        functions,
-        objects: &objects,
-        jump_tables,
-        relocations: &relocations,
-    };
-    let records: Vec<yaml::Function> = profiled
-        .par_iter()
-        .map(|&i| {
-            let f = functions.get(i as usize);
-            let l = &lines[&i];
-            let mut record = yaml::Function {
-                name: super::printed_name(f, fdata.bolted).to_string(),
-                fid: numbers[i as usize],
-                exec: l
-                    .entries
-                    .iter()
-                    .filter(|e| e.0 == 0)
-                    .fold(0u64, |a, e| a.wrapping_add(e.1.count)),
-                ..yaml::Function::default()
-            };
-            if let Some(Body::Cfg(cfg)) = bodies.get(&i).filter(|_| basic) {
+    let maker = RecordMaker::new(fdata, data, find, lines, use_dfs, bat);
+    let records = profiled.par_iter().map(|&i| maker.record(i)).collect();
+    (records, maker.found)
+}
+
+/// What making a function's record needs: the CFGs, the binary's data objects, relocations
+/// and call sites (for the hashes and the landing pads), and BOLT's function numbers.
+struct RecordMaker<'a> {
+    fdata: &'a Fdata<'a>,
+    lines: &'a HashMap<u32, Lines>,
+    numbers: Vec<u32>,
+    found: Bodies,
+    objects: DataObjects,
+    relocations: std::collections::BTreeMap<u64, hash::Relocation>,
+    call_sites: std::collections::HashMap<u64, Vec<CallSite>>,
+    use_dfs: bool,
+    bat: Option<&'a BatIndex<'a>>,
+}
+
+impl<'a> RecordMaker<'a> {
+    fn new(
+        fdata: &'a Fdata<'a>,
+        data: &[u8],
+        find: impl FnOnce() -> Bodies + Send,
+        lines: &'a HashMap<u32, Lines>,
+        use_dfs: bool,
+        bat: Option<&'a BatIndex<'a>>,
+    ) -> RecordMaker<'a> {
+        let functions = fdata.functions;
+        // The data objects (a disassembly of every function) do not depend on the CFGs.
+        let (found, (objects, relocations, call_sites)) = rayon::join(find, || {
+            let objects = DataObjects::from_elf(data, functions);
+            let relocations = hash::relocations(data);
+            let call_sites = object::File::parse(data)
+                .map(|file| super::eh::call_sites(&file))
+                .unwrap_or_default();
+            (objects, relocations, call_sites)
+        });
+        RecordMaker {
+            fdata,
+            lines,
+            numbers: (0..functions.len()).map(|i| functions.number(i)).collect(),
+            found,
+            objects,
+            relocations,
+            call_sites,
+            use_dfs,
+            bat,
+        }
+    }
+
+    /// The record of function `i`.
+    fn record(&self, i: u32) -> yaml::Function {
+        let functions = self.fdata.functions;
+        let ctx = hash::Context {
+            functions,
+            objects: &self.objects,
+            jump_tables: &self.found.tables,
+            relocations: &self.relocations,
+        };
+        let f = functions.get(i as usize);
+        let l = &self.lines[&i];
+        let mut record = yaml::Function {
+            name: super::printed_name(f, self.fdata.bolted).to_string(),
+            fid: self.numbers[i as usize],
+            exec: l
+                .entries
+                .iter()
+                .filter(|e| e.0 == 0)
+                .fold(0u64, |a, e| a.wrapping_add(e.1.count)),
+            ..yaml::Function::default()
+        };
+        let sites = (self.call_sites.get(&f.address)).map_or(&[][..], Vec::as_slice);
+        let basic = self.fdata.basic_events.is_some();
+        match self.found.bodies.get(&i) {
+            Some(Body::Cfg(cfg)) if basic => {
                 record.nblocks = cfg.blocks.len() as u32;
                 record.hash = hash::hashes(&ctx, f, cfg, Llvm::V22).map_or(0, |h| h.function);
-                if use_dfs {
+                if self.use_dfs {
                     let c = Counted::new(functions, f, cfg);
-                    let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
                     let order = dfs_order(&c, &block_landing_pads(&c, f, sites));
                     record.hash = hash::hashes_in_order(&ctx, f, cfg, Llvm::V22, Some(&order))
                         .map_or(0, |h| h.function);
                 }
-            } else if let Some(Body::Cfg(cfg)) = bodies.get(&i) {
-                let sites = call_sites.get(&f.address).map_or(&[][..], Vec::as_slice);
-                convert(
-                    &ctx,
-                    (i, f),
-                    cfg,
-                    l,
-                    &Naming {
-                        numbers: &numbers,
-                        entries,
-                        use_dfs,
-                        bat,
-                    },
-                    sites,
-                    &mut record,
-                );
             }
-            record
-        })
-        .collect();
-    (records, found)
+            Some(Body::Cfg(cfg)) => {
+                let naming = Naming {
+                    numbers: &self.numbers,
+                    entries: &self.found.entries,
+                    use_dfs: self.use_dfs,
+                    bat: self.bat,
+                };
+                convert(&ctx, (i, f), cfg, l, &naming, sites, &mut record);
+            }
+            _ => {}
+        }
+        record
+    }
 }
 
 /// What [`convert`] needs besides the function: callee numbers, secondary entry points, the

@@ -112,14 +112,8 @@ pub fn bat_profile(
     // jump into another's middle makes a secondary entry there.
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
-    let (records, found) = cfg_records(
-        fdata,
-        data,
-        (&others, &profiled),
-        &cfg_lines,
-        false,
-        Some(bat),
-    );
+    let find = || super::bodies(functions, &profiled, false);
+    let (records, found) = cfg_records(fdata, data, &others, find, &cfg_lines, false, Some(bat));
     profile.functions = records;
     // Only hot fragments carry lines: a cold fragment's count for its parent.
     let mut tabled: Vec<u32> = lines
