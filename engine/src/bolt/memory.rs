@@ -66,6 +66,18 @@ const SYMBOL_PREFIX: &str = "SYMBOLat";
 
 impl DataObjects {
     pub fn from_elf(data: &[u8], functions: &Functions) -> DataObjects {
+        Self::from_elf_knowing(data, functions, &HashMap::new())
+    }
+
+    /// [`DataObjects::from_elf`], taking the jump-table patterns of the functions in `known`
+    /// (by index) from there instead of disassembling those functions again (their order as
+    /// [`super::cfg::Disassembled::table_patterns`] gives it; none for a function BOLT could
+    /// not disassemble).
+    pub(crate) fn from_elf_knowing(
+        data: &[u8],
+        functions: &Functions,
+        known: &HashMap<u32, Vec<super::indirect::Pattern>>,
+    ) -> DataObjects {
         let Ok(file) = object::File::parse(data) else {
             return DataObjects::default();
         };
@@ -83,7 +95,7 @@ impl DataObjects {
         let mut objects = DataObjects::default();
         objects.register_symbols(&file, &sections);
         objects.register_plt_slots(functions);
-        objects.register_jump_tables(functions);
+        objects.register_jump_tables(functions, known);
         objects.register_relocation_targets(&file, &sections);
         objects.register_code_references(&file, &sections);
         objects.fill_holes(&sections);
@@ -168,17 +180,30 @@ impl DataObjects {
 
     /// `getOrCreateJumpTable`: `JUMP_TABLE/<function>.<n>`, sized by its entries (each
     /// bounded by the next table known in the binary).
-    fn register_jump_tables(&mut self, functions: &Functions) {
+    fn register_jump_tables(
+        &mut self,
+        functions: &Functions,
+        known: &HashMap<u32, Vec<super::indirect::Pattern>>,
+    ) {
         use rayon::prelude::*;
-        // Every function is disassembled: in parallel, the results kept in address order.
-        let candidates: Vec<&super::functions::Function> =
-            functions.iter().filter(|f| !f.is_plt).collect();
+        // Every function is disassembled (but the known ones): in parallel, the results kept
+        // in address order.
+        let candidates: Vec<(u32, &super::functions::Function)> = (functions.iter())
+            .enumerate()
+            .filter(|(_, f)| !f.is_plt)
+            .map(|(i, f)| (i as u32, f))
+            .collect();
         let per_function: Vec<(&super::functions::Function, Vec<super::indirect::Pattern>)> =
             candidates
                 .par_iter()
-                .filter_map(|&f| {
-                    let d = super::cfg::disassemble(functions, f).ok()?;
-                    let patterns: Vec<_> = d.table_patterns().collect();
+                .filter_map(|&(i, f)| {
+                    let patterns: Vec<_> = match known.get(&i) {
+                        Some(p) => p.clone(),
+                        None => super::cfg::disassemble(functions, f)
+                            .ok()?
+                            .table_patterns()
+                            .collect(),
+                    };
                     (!patterns.is_empty()).then_some((f, patterns))
                 })
                 .collect();

@@ -157,6 +157,9 @@ pub(crate) struct Touched {
     pub(crate) tables: std::collections::BTreeSet<u64>,
     /// Their secondary entry points (offsets, ascending).
     pub(crate) entries: HashMap<u32, Vec<u64>>,
+    /// The jump-table patterns of those BOLT could disassemble, as
+    /// [`cfg::Disassembled::table_patterns`] lists them (for the data objects).
+    pub(crate) patterns: HashMap<u32, Vec<indirect::Pattern>>,
 }
 
 /// The branch and fall-through counts of one chunk of traces, summed in a table.
@@ -381,6 +384,12 @@ fn analyse_touched(
         Some(_) => Vec::new(),
     };
     let EntryPoints { entries, ignored } = entry_points(functions, &phase_one, &scanned);
+    let patterns = (phase_one.iter())
+        .map(|(i, d)| {
+            let found = d.as_ref().map(|d| d.table_patterns().collect());
+            (*i, found.unwrap_or_default())
+        })
+        .collect();
     for (i, d) in phase_one.iter_mut() {
         if let (Some(why), true) = (ignored.get(i), d.is_ok()) {
             *d = Err(Body::NoCfg(why.clone()));
@@ -415,6 +424,7 @@ fn analyse_touched(
         unfinished,
         tables,
         entries,
+        patterns,
     }
 }
 

@@ -610,13 +610,23 @@ fn with_records<R>(
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
     let functions = fdata.functions;
+    let mut touched = touched;
+    let patterns =
+        (touched.as_mut()).map_or_else(HashMap::new, |t| std::mem::take(&mut t.patterns));
     let find = || match touched {
         Some(t) if profiled.iter().all(|i| t.indices.binary_search(i).is_ok()) => {
             finish_touched(functions, t)
         }
         _ => bodies(functions, &profiled, true),
     };
-    let maker = RecordMaker::new(fdata, data, find, &lines, options.use_dfs, None);
+    let maker = RecordMaker::new(
+        fdata,
+        data,
+        (find, &patterns),
+        &lines,
+        options.use_dfs,
+        None,
+    );
     // The flags of the functions with a profile and blocks (none: `[  ]`).
     let any = (profiled.iter())
         .any(|i| matches!(maker.found.bodies.get(i), Some(Body::Cfg(c)) if !c.blocks.is_empty()));
@@ -671,10 +681,13 @@ fn cfg_records(
     use_dfs: bool,
     bat: Option<&BatIndex>,
 ) -> (Vec<yaml::Function>, Bodies) {
-    let maker = RecordMaker::new(fdata, data, find, lines, use_dfs, bat);
+    let maker = RecordMaker::new(fdata, data, (find, &HashMap::new()), lines, use_dfs, bat);
     let records = profiled.par_iter().map(|&i| maker.record(i)).collect();
     (records, maker.found)
 }
+
+/// Jump-table patterns of functions already disassembled, by index.
+type Patterns = HashMap<u32, Vec<super::indirect::Pattern>>;
 
 /// What making a function's record needs: the CFGs, the binary's data objects, relocations
 /// and call sites (for the hashes and the landing pads), and BOLT's function numbers.
@@ -694,7 +707,7 @@ impl<'a> RecordMaker<'a> {
     fn new(
         fdata: &'a Fdata<'a>,
         data: &[u8],
-        find: impl FnOnce() -> Bodies + Send,
+        (find, patterns): (impl FnOnce() -> Bodies + Send, &Patterns),
         lines: &'a HashMap<u32, Lines>,
         use_dfs: bool,
         bat: Option<&'a BatIndex<'a>>,
@@ -702,7 +715,7 @@ impl<'a> RecordMaker<'a> {
         let functions = fdata.functions;
         // The data objects (a disassembly of every function) do not depend on the CFGs.
         let (found, (objects, relocations, call_sites)) = rayon::join(find, || {
-            let objects = DataObjects::from_elf(data, functions);
+            let objects = DataObjects::from_elf_knowing(data, functions, patterns);
             let relocations = hash::relocations(data);
             let call_sites = object::File::parse(data)
                 .map(|file| super::eh::call_sites(&file))
