@@ -160,7 +160,7 @@ impl BlockStrings {
         }
     }
 
-    /// Moves on to block `b` (never backwards) and returns the buffers for its instruction.
+    /// Moves on to block `b` (never backwards), hashing the strings of the block it leaves.
     fn enter(&mut self, b: usize) {
         if self.current == Some(b) {
             return;

@@ -157,8 +157,8 @@ pub(crate) struct Touched {
     pub(crate) tables: std::collections::BTreeSet<u64>,
     /// Their secondary entry points (offsets, ascending).
     pub(crate) entries: HashMap<u32, Vec<u64>>,
-    /// The jump-table patterns of those BOLT could disassemble, as
-    /// [`cfg::Disassembled::table_patterns`] lists them (for the data objects).
+    /// Their jump-table patterns, as [`cfg::Disassembled::table_patterns`] lists them (none
+    /// for those BOLT could not disassemble), for the data objects.
     pub(crate) patterns: HashMap<u32, Vec<indirect::Pattern>>,
 }
 

@@ -509,23 +509,9 @@ pub fn profile_with_intra(
     data: &[u8],
     options: &Options,
 ) -> yaml::Profile {
-    profile_reusing(fdata, None, intra, data, options)
-}
-
-/// [`profile_with_intra`], taking the CFGs from `touched` (what symbolizing `fdata` analysed,
-/// [`super::symbolize_keeping`]) when it covers every profiled function instead of
-/// disassembling them again: perf2bolt builds one set of CFGs, for the functions the profile
-/// touches, and writes both its fdata and its YAML from them.
-pub(crate) fn profile_reusing(
-    fdata: &Fdata,
-    touched: Option<Touched>,
-    intra: Option<&Fdata>,
-    data: &[u8],
-    options: &Options,
-) -> yaml::Profile {
     with_records(
         fdata,
-        touched,
+        None,
         intra,
         data,
         options,
@@ -536,9 +522,12 @@ pub(crate) fn profile_reusing(
     )
 }
 
-/// [`profile_reusing`] written to `out` as [`yaml::write`] prints it, each batch of records
+/// [`profile_with_intra`] written to `out` as [`yaml::write`] prints it, each batch of records
 /// made and formatted in parallel while the previous one is written (the whole profile is
-/// never held).
+/// never held). The CFGs come from `touched` (what symbolizing `fdata` analysed,
+/// [`super::symbolize_keeping`]) when it covers every profiled function, instead of
+/// disassembling them again: perf2bolt builds one set of CFGs, for the functions the profile
+/// touches, and writes both its fdata and its YAML from them.
 pub(crate) fn write_reusing(
     out: &mut dyn std::io::Write,
     fdata: &Fdata,
@@ -554,22 +543,15 @@ pub(crate) fn write_reusing(
         data,
         options,
         |header, profiled, record| {
-            let mut text = Vec::new();
-            yaml::write_header(&mut text, &header, profiled.is_empty());
-            out.write_all(&text)?;
-            crate::io::output::write_formatted(out, profiled, |chunk, text| {
-                for &i in chunk {
-                    yaml::write_function(text, &record(i), 0);
-                }
-                Ok(())
-            })?;
-            out.write_all(yaml::END.as_bytes())
+            write_document(out, &header, profiled, |&i, text| {
+                yaml::write_function(text, &record(i), 0)
+            })
         },
     )
 }
 
 /// Gives `consume` the profile's header, its profiled functions (ascending indices) and a
-/// maker of their records (see [`profile_reusing`]).
+/// maker of their records (see [`write_reusing`]).
 fn with_records<R>(
     fdata: &Fdata,
     touched: Option<Touched>,
@@ -643,13 +625,24 @@ pub(crate) fn write_profile(
     out: &mut dyn std::io::Write,
     profile: &yaml::Profile,
 ) -> std::io::Result<()> {
-    let mut header = Vec::new();
-    yaml::write_header(&mut header, &profile.header, profile.functions.is_empty());
-    out.write_all(&header)?;
-    crate::io::output::write_formatted(out, &profile.functions, |chunk, text| {
-        for f in chunk {
-            yaml::write_function(text, f, 0);
-        }
+    write_document(out, &profile.header, &profile.functions, |f, text| {
+        yaml::write_function(text, f, 0)
+    })
+}
+
+/// The document of `header` and one function record per item, as `record` formats it, in
+/// parallel batches (see [`crate::io::output::write_formatted`]).
+fn write_document<T: Sync>(
+    out: &mut dyn std::io::Write,
+    header: &yaml::Header,
+    items: &[T],
+    record: impl Fn(&T, &mut Vec<u8>) + Sync,
+) -> std::io::Result<()> {
+    let mut text = Vec::new();
+    yaml::write_header(&mut text, header, items.is_empty());
+    out.write_all(&text)?;
+    crate::io::output::write_formatted(out, items, |chunk, text| {
+        chunk.iter().for_each(|item| record(item, text));
         Ok(())
     })?;
     out.write_all(yaml::END.as_bytes())
