@@ -8,15 +8,16 @@ size=${1:-600}
 work=${2:-/tmp/profmill-bench}
 binary=${3:-$(rustc --print sysroot)/bin/cargo}
 root=$(cd "$(dirname "$0")/.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
 mkdir -p "$work"
 cargo build --release --manifest-path "$root/Cargo.toml" -p profmill -p profmill-corpus --example gen_lbr
 bin="$work/big-target"
 cp "$binary" "$bin"
 size -A "$bin" | awk '$1 == ".text" { printf "binary: %s, .text %.1f MB\n", "'"$binary"'", $2 / 1e6 }'
 capture="$work/big-$size.perf.data"
-[ -f "$capture" ] || "$root/target/release/examples/gen_lbr" "$capture" "$size" --stacks 100000 --processes 4 "$bin"
+[ -f "$capture" ] || "$target/release/examples/gen_lbr" "$capture" "$size" --stacks 100000 --processes 4 "$bin"
 cat "$capture" > /dev/null   # warm the page cache
-ours="$root/target/release/profmill perf2bolt $bin -p $capture -o $work/ours.fdata"
+ours="$target/release/profmill perf2bolt $bin -p $capture -o $work/ours.fdata"
 theirs="/usr/lib/llvm-22/bin/perf2bolt $bin -p $capture -o $work/ref.fdata"
 hyperfine --warmup 1 --runs 5 --export-markdown "$work/ours-$size.md" "$ours"
 hyperfine --runs 3 --export-markdown "$work/perf2bolt-$size.md" "$theirs"

@@ -5,16 +5,17 @@ set -euo pipefail
 size=${1:-600}
 work=${2:-/tmp/profmill-bench}
 root=$(cd "$(dirname "$0")/.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
 mkdir -p "$work"
 cargo build --release --manifest-path "$root/Cargo.toml" -p profmill -p profmill-corpus --example gen_lbr
 bin="$work/pm-target"
-cp "$root/target/release/profmill" "$bin"    # a real 16 MB binary to profile
-"$root/target/release/examples/gen_lbr" "$work/lbr-$size.perf.data" "$size" --stacks 100000 --processes 4 "$bin"
+cp "$target/release/profmill" "$bin"    # a real 16 MB binary to profile
+"$target/release/examples/gen_lbr" "$work/lbr-$size.perf.data" "$size" --stacks 100000 --processes 4 "$bin"
 cat "$work/lbr-$size.perf.data" > /dev/null   # warm the page cache
 hyperfine --warmup 1 --runs 3 --export-markdown "$work/hyperfine-$size.md" \
-  "$root/target/release/profmill aggregate $work/lbr-$size.perf.data -b $bin -o $work/pm.preagg" \
+  "$target/release/profmill aggregate $work/lbr-$size.perf.data -b $bin -o $work/pm.preagg" \
   "/usr/lib/llvm-22/bin/perf2bolt $bin -p $work/lbr-$size.perf.data -o $work/ref.fdata"
-/usr/bin/time -f "profmill peak RSS %M KB" "$root/target/release/profmill" aggregate "$work/lbr-$size.perf.data" -b "$bin" -o "$work/pm.preagg"
+/usr/bin/time -f "profmill peak RSS %M KB" "$target/release/profmill" aggregate "$work/lbr-$size.perf.data" -b "$bin" -o "$work/pm.preagg"
 /usr/bin/time -f "perf2bolt peak RSS %M KB" /usr/lib/llvm-22/bin/perf2bolt "$bin" -p "$work/lbr-$size.perf.data" -o "$work/ref.fdata" > /dev/null
 /usr/lib/llvm-22/bin/perf2bolt "$bin" -p "$work/pm.preagg" --pa -o "$work/ours.fdata" > /dev/null
 if diff -q <(sort "$work/ref.fdata") <(sort "$work/ours.fdata") > /dev/null; then echo "fdata: identical (sorted)"; else echo "fdata: DIFFERENT"; exit 1; fi
