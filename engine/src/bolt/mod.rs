@@ -263,7 +263,7 @@ pub(crate) fn symbolize_keeping<'f>(
         fdata.add_samples(&profile.ips, bat);
         return fdata;
     }
-    let touched = analyse_touched(profile, functions, bat);
+    let touched = analyse_touched(profile, functions, bat, keep_touched);
     let bodies = &touched.bodies;
     let returns = find_returns(profile, functions);
     // In address order, consecutive traces share their function and its CFG, which then stay
@@ -339,10 +339,14 @@ impl<'f> Fdata<'f> {
 /// (functions holding a branch's source or target); their references to one another, and
 /// those of the other functions into them (which BOLT scans without disassembling them), decide
 /// the secondary entry points (see [`entry_points`] and [`scanned_references`]).
+///
+/// With `keep_all`, the result also holds the first phase of the touched functions without a
+/// trace start and every touched function's jump-table patterns (the YAML path's needs).
 fn analyse_touched(
     profile: &BinaryProfile,
     functions: &Functions,
     bat: Option<&BatIndex<'_>>,
+    keep_all: bool,
 ) -> Touched {
     let translated =
         |i: usize| bat.is_some_and(|b| b.translation.fragment(functions.get(i).address).is_some());
@@ -384,12 +388,15 @@ fn analyse_touched(
         Some(_) => Vec::new(),
     };
     let EntryPoints { entries, ignored } = entry_points(functions, &phase_one, &scanned);
-    let patterns = (phase_one.iter())
-        .map(|(i, d)| {
-            let found = d.as_ref().map(|d| d.table_patterns().collect());
-            (*i, found.unwrap_or_default())
-        })
-        .collect();
+    let patterns = match keep_all {
+        true => (phase_one.iter())
+            .map(|(i, d)| {
+                let found = d.as_ref().map(|d| d.table_patterns().collect());
+                (*i, found.unwrap_or_default())
+            })
+            .collect(),
+        false => HashMap::new(),
+    };
     for (i, d) in phase_one.iter_mut() {
         if let (Some(why), true) = (ignored.get(i), d.is_ok()) {
             *d = Err(Body::NoCfg(why.clone()));
@@ -400,22 +407,13 @@ fn analyse_touched(
         .filter_map(|(_, d)| d.as_ref().ok())
         .flat_map(|d| d.table_addresses())
         .collect();
-    let (started, unfinished): (Vec<_>, Vec<_>) = phase_one
+    let (started, mut unfinished): (Vec<_>, Vec<_>) = phase_one
         .into_iter()
         .partition(|(i, _)| starts.binary_search(i).is_ok());
-    let bodies = started
-        .into_par_iter()
-        .map(|(i, d)| {
-            let body = match d {
-                Ok(d) => {
-                    let e = entries.get(&i).map_or(&[][..], Vec::as_slice);
-                    cfg::finish(functions, functions.get(i as usize), d, &tables, e)
-                }
-                Err(body) => body,
-            };
-            (i, body)
-        })
-        .collect::<Vec<_>>()
+    if !keep_all {
+        unfinished = Vec::new();
+    }
+    let bodies = finish_bodies(functions, started, &tables, &entries)
         .into_iter()
         .collect();
     Touched {
@@ -426,6 +424,29 @@ fn analyse_touched(
         entries,
         patterns,
     }
+}
+
+/// The second phase of `phase_one`'s functions, in parallel: each CFG finished with the jump
+/// tables known in the binary and its secondary entry points; the others keep their body.
+fn finish_bodies(
+    functions: &Functions,
+    phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)>,
+    tables: &std::collections::BTreeSet<u64>,
+    entries: &HashMap<u32, Vec<u64>>,
+) -> Vec<(u32, Body)> {
+    phase_one
+        .into_par_iter()
+        .map(|(i, d)| {
+            let body = match d {
+                Ok(d) => {
+                    let e = entries.get(&i).map_or(&[][..], Vec::as_slice);
+                    cfg::finish(functions, functions.get(i as usize), d, tables, e)
+                }
+                Err(body) => body,
+            };
+            (i, body)
+        })
+        .collect()
 }
 
 /// The references of the functions perf2bolt does not disassemble (all but the `touched`

@@ -360,19 +360,7 @@ fn bodies(functions: &Functions, indices: &[u32], scan: bool) -> Bodies {
         .filter_map(|(_, d)| d.as_ref().ok())
         .flat_map(|d| d.table_addresses())
         .collect();
-    let bodies = phase_one
-        .into_par_iter()
-        .map(|(i, d)| {
-            let body = match d {
-                Ok(d) => {
-                    let e = entries.get(&i).map_or(&[][..], Vec::as_slice);
-                    cfg::finish(functions, functions.get(i as usize), d, &tables, e)
-                }
-                Err(body) => body,
-            };
-            (i, body)
-        })
-        .collect::<Vec<_>>()
+    let bodies = super::finish_bodies(functions, phase_one, &tables, &entries)
         .into_iter()
         .collect();
     Bodies {
@@ -391,19 +379,7 @@ fn finish_touched(functions: &Functions, touched: Touched) -> Bodies {
         entries,
         ..
     } = touched;
-    let finished: Vec<(u32, Body)> = unfinished
-        .into_par_iter()
-        .map(|(i, d)| {
-            let body = match d {
-                Ok(d) => {
-                    let e = entries.get(&i).map_or(&[][..], Vec::as_slice);
-                    cfg::finish(functions, functions.get(i as usize), d, &tables, e)
-                }
-                Err(body) => body,
-            };
-            (i, body)
-        })
-        .collect();
+    let finished = super::finish_bodies(functions, unfinished, &tables, &entries);
     bodies.extend(finished);
     Bodies {
         bodies,
@@ -975,5 +951,87 @@ fn convert(
             })
             .collect();
         record.blocks.push(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bolt::{symbolize_keeping, Dialect};
+    use crate::io::progress::NoProgress;
+    use crate::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
+
+    /// The YAML written from the fdata path's CFGs ([`write_reusing`]) equals the one written
+    /// from a fresh disassembly of the profiled functions, in layout and DFS order; and the
+    /// CFGs are indeed reused there (the touched functions cover the profiled ones).
+    #[test]
+    fn reusing_the_fdata_paths_cfgs_writes_what_a_fresh_disassembly_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("app");
+        std::fs::copy(
+            testsupport::shared_perf("autofdo-jump_table_test.binary"),
+            &binary,
+        )
+        .unwrap();
+        let capture = dir.path().join("perf.data");
+        let spec = corpus::LbrCaptureSpec {
+            binaries: vec![corpus::LbrBinary {
+                path: binary.clone(),
+                load_base: None,
+            }],
+            processes: 1,
+            target_bytes: 256 << 10,
+            lbr_depth: 16,
+            distinct_stacks: 500,
+            kernel_fraction_percent: 0,
+            compress: false,
+            attr_size: corpus::ATTR_SIZE,
+            seed: 7,
+            mem_loads: None,
+        };
+        corpus::write_lbr_capture(&spec, &mut std::fs::File::create(&capture).unwrap()).unwrap();
+        let request = Request {
+            binaries: vec![BinaryInfo::load(&binary).unwrap()],
+            discover: None,
+            skylake_fix: true,
+            kernel_entries: KernelEntries::Skip,
+            basic: false,
+            pid: None,
+            ignore_build_id: false,
+            rules: Rules::Current,
+            threads: 2,
+            stream: false,
+            trace_order: TraceOrder::ByStart,
+        };
+        let result = aggregate(&Input::File(capture), &request, &NoProgress).unwrap();
+        let profile = &result.profiles[0];
+        let data = std::fs::read(&binary).unwrap();
+        let functions = Functions::from_elf_with(&binary, &data, false).unwrap();
+        for use_dfs in [false, true] {
+            let options = Options {
+                binary_name: "app".into(),
+                build_id: None,
+                use_dfs,
+            };
+            let mut fdata =
+                symbolize_keeping(profile, &functions, false, None, Dialect::Llvm22, true);
+            let touched = fdata.take_touched().expect("kept");
+            let lines = file_lines(&fdata);
+            assert!(lines.len() > 5, "{} functions profiled", lines.len());
+            assert!(lines
+                .keys()
+                .all(|i| touched.indices.binary_search(i).is_ok()));
+            let mut fresh = Vec::new();
+            write_profile(
+                &mut fresh,
+                &profile_with_intra(&fdata, None, &data, &options),
+            )
+            .unwrap();
+            let mut reused = Vec::new();
+            write_reusing(&mut reused, &fdata, Some(touched), None, &data, &options).unwrap();
+            let text = String::from_utf8(reused).unwrap();
+            assert!(text.contains("succ:"), "{text}");
+            assert_eq!(text, String::from_utf8(fresh).unwrap(), "use_dfs {use_dfs}");
+        }
     }
 }
