@@ -113,8 +113,19 @@ echo "fleet of $fleet: perf2bolt + merge-fdata $(tr '\n' ' ' < <(cut -c1-6 "$wor
 [ -z "$base" ] || echo "fleet of $fleet: base build $(tr '\n' ' ' < <(cut -c1-6 "$work/t-fleet-base")) s (median $(median < "$work/t-fleet-base") s)"
 echo "FLEET RATIO (median theirs / median ours): $(echo "$ft / $fo" | bc -l | cut -c1-5)x (target 30x)"
 echo "host after: $(uptime)"
+# Exactness: the fleet path gives perf2bolt's fdata of the summed profile (perf2bolt --pa on the
+# merged store's pre-aggregated export), byte for byte after sorting.
+"$pm" export "$work/fleet.pms" -b "$bin" --format preagg -o "$work/fleet.preagg" 2>/dev/null
+/usr/lib/llvm-22/bin/perf2bolt "$bin" --pa -p "$work/fleet.preagg" -o "$work/fleet-pa.fdata" >/dev/null 2>&1
+if cmp -s <(sort "$work/fleet-ours.fdata") <(sort "$work/fleet-pa.fdata"); then
+  echo "fleet path equals perf2bolt 22 on the summed profile (sorted fdata identical)"
+else
+  echo "fleet path DIFFERS from perf2bolt 22 on the summed profile"; exit 1
+fi
+# perf2bolt per capture summed by merge-fdata can differ from perf2bolt on the sum (BOLT's
+# symbolization is not linear in the profile: PERF.md, issue 17); report, do not fail.
 if cmp -s <(sort "$work/fleet-ours.fdata") <(sort "$work/fleet-ref.fdata"); then
   echo "fleet path agrees with perf2bolt + merge-fdata (sorted fdata identical)"
 else
-  echo "fleet path DIFFERS from perf2bolt + merge-fdata"; exit 1
+  echo "fleet path and perf2bolt per capture + merge-fdata differ in $(diff <(sort "$work/fleet-ours.fdata") <(sort "$work/fleet-ref.fdata") | grep -c '^[<>]') lines (perf2bolt is not linear in the profile)"
 fi
