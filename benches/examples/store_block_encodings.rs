@@ -1,0 +1,274 @@
+//! What a bit-packed block layout would give the profile store, measured on real stores before
+//! changing the format (`docs/store.md`, PERF.md "issue 17"): the trace tables' bytes per row
+//! and single-thread decode speed of
+//!
+//! * the store's own blocks (LEB128 deltas, decoded by `BlockCursor::next_rows`, checksum and
+//!   order checks included, as `merge` decodes them), against
+//! * the same column values (the deltas the store encodes) packed per block and column as
+//!   frame of reference with exceptions ("PFOR": one bit width per column, the values wider
+//!   than it patched from a list of positions and high bits), decoded by a prototype here.
+//!
+//! Also the sizes of plain bit-packing per mini-block (a width per 32, 128 or all rows). The
+//! prototype is a measurement, not a format: it skips every check a reader must make.
+//!
+//! usage: store_block_encodings STORE|DIR...
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use formats::store::{BlockCursor, BlockRows, Section, SectionKind, Store, TraceRow};
+
+const COLUMNS: usize = 5;
+
+fn zigzag(v: u64) -> u64 {
+    let v = v as i64;
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> u64 {
+    ((v >> 1) as i64 ^ -((v & 1) as i64)) as u64
+}
+
+fn bit_length(v: u64) -> u64 {
+    u64::from(64 - v.leading_zeros())
+}
+
+/// The values the store encodes for `row` after `prev` (see `docs/store.md`, "Rows").
+fn trace_columns(row: &TraceRow, prev: &TraceRow) -> [u64; COLUMNS] {
+    let second = match row.branch == prev.branch {
+        true => row.from.wrapping_sub(prev.from),
+        false => zigzag(row.from.wrapping_sub(row.branch)),
+    };
+    [
+        row.branch.wrapping_sub(prev.branch),
+        second,
+        zigzag(row.to.wrapping_sub(row.from)),
+        row.count,
+        row.mispreds,
+    ]
+}
+
+/// One column of one block as frame of reference with exceptions.
+struct PackedColumn {
+    width: u32,
+    /// The low `width` bits of every value, LSB first, with 8 bytes of slack at the end.
+    lows: Vec<u8>,
+    /// Rows whose value is wider than `width`, and the bits above it.
+    exceptions: Vec<(u16, u64)>,
+}
+
+impl PackedColumn {
+    /// The width that minimises rows × width + exceptions × (12-bit position + high bits).
+    fn new(values: &[u64]) -> PackedColumn {
+        let mut lengths = [0u64; 65];
+        values
+            .iter()
+            .for_each(|&v| lengths[bit_length(v) as usize] += 1);
+        let widest = (0..65).rev().find(|&w| lengths[w] > 0).unwrap_or(0) as u64;
+        let (mut best, mut wider) = ((u64::MAX, 0), 0);
+        for w in (0..=widest).rev() {
+            let cost = values.len() as u64 * w + wider * (12 + widest - w);
+            if cost <= best.0 {
+                best = (cost, w);
+            }
+            wider += lengths[w as usize];
+        }
+        let width = best.1 as u32;
+        let mut lows = vec![0u8; (values.len() * width as usize).div_ceil(8) + 16];
+        let mut exceptions = Vec::new();
+        let mask = low_mask(width);
+        for (i, &v) in values.iter().enumerate() {
+            let bit = i * width as usize;
+            let at = bit / 8;
+            let word = u128::from_le_bytes(lows[at..at + 16].try_into().expect("16 bytes"));
+            let word = word | u128::from(v & mask) << (bit % 8);
+            lows[at..at + 16].copy_from_slice(&word.to_le_bytes());
+            if width < 64 && v >> width != 0 {
+                exceptions.push((i as u16, v >> width));
+            }
+        }
+        PackedColumn {
+            width,
+            lows,
+            exceptions,
+        }
+    }
+
+    /// Bytes on disk: a width byte, the low bits, two bytes per position, the high bits.
+    fn bytes(&self, rows: usize) -> usize {
+        let widest = self.exceptions.iter().map(|e| bit_length(e.1)).max();
+        let highs = widest.map_or(0, |w| (self.exceptions.len() * w as usize).div_ceil(8));
+        1 + (rows * self.width as usize).div_ceil(8) + 2 * self.exceptions.len() + highs
+    }
+
+    fn unpack(&self, out: &mut [u64]) {
+        let (width, mask) = (self.width as usize, low_mask(self.width));
+        for (i, o) in out.iter_mut().enumerate() {
+            let bit = i * width;
+            let at = bit / 8;
+            let word = u128::from_le_bytes(self.lows[at..at + 16].try_into().expect("16 bytes"));
+            *o = (word >> (bit % 8)) as u64 & mask;
+        }
+        for &(row, high) in &self.exceptions {
+            out[row as usize] |= high << width;
+        }
+    }
+}
+
+fn low_mask(width: u32) -> u64 {
+    match width {
+        64 => u64::MAX,
+        w => (1 << w) - 1,
+    }
+}
+
+/// Bytes of `values` bit-packed with one width per `group` values (a width byte each).
+fn grouped_bytes(values: &[u64], group: usize) -> usize {
+    (values.chunks(group))
+        .map(|c| {
+            1 + (c.len() * c.iter().map(|&v| bit_length(v)).max().unwrap_or(0) as usize).div_ceil(8)
+        })
+        .sum()
+}
+
+struct Block {
+    bytes: Vec<u8>,
+    section: Section,
+    packed: Vec<PackedColumn>,
+    rows: usize,
+}
+
+fn stores(args: impl Iterator<Item = String>) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for arg in args.map(PathBuf::from) {
+        match std::fs::read_dir(&arg) {
+            Ok(dir) => paths.extend(dir.filter_map(|e| Some(e.ok()?.path()))),
+            Err(_) => paths.push(arg),
+        }
+    }
+    paths.sort();
+    paths
+}
+
+fn main() {
+    let paths = stores(std::env::args().skip(1));
+    if paths.is_empty() {
+        eprintln!("usage: store_block_encodings STORE|DIR...");
+        std::process::exit(2);
+    }
+    let mut blocks = Vec::new();
+    let (mut rows, mut store_bytes, mut pfor_bytes) = (0, 0, 0);
+    let mut grouped = [0usize; 3];
+    for path in &paths {
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let store = Store::parse(&data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for (_, layout) in store.binaries() {
+            for s in layout.blocks(SectionKind::Traces) {
+                let bytes = data[s.offset as usize..(s.offset + s.length) as usize].to_vec();
+                let decoded: Vec<TraceRow> = BlockRows::new(&bytes, s)
+                    .and_then(|r| r.collect())
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let mut columns = vec![Vec::new(); COLUMNS];
+                let mut prev = TraceRow::default();
+                for row in &decoded {
+                    for (c, v) in trace_columns(row, &prev).into_iter().enumerate() {
+                        columns[c].push(v);
+                    }
+                    prev = *row;
+                }
+                let packed: Vec<PackedColumn> =
+                    columns.iter().map(|c| PackedColumn::new(c)).collect();
+                pfor_bytes += packed.iter().map(|c| c.bytes(decoded.len())).sum::<usize>();
+                for (g, size) in [32, 128, usize::MAX].into_iter().enumerate() {
+                    grouped[g] += columns
+                        .iter()
+                        .map(|c| grouped_bytes(c, size))
+                        .sum::<usize>();
+                }
+                rows += decoded.len();
+                store_bytes += bytes.len();
+                blocks.push(Block {
+                    bytes,
+                    section: *s,
+                    packed,
+                    rows: decoded.len(),
+                });
+            }
+        }
+    }
+    let per_row = |b: usize| b as f64 / rows.max(1) as f64;
+    println!(
+        "{} stores, {} trace blocks, {rows} rows",
+        paths.len(),
+        blocks.len()
+    );
+    println!(
+        "bytes per row: store (LEB128) {:.2}, PFOR per block column {:.2}, \
+         bit-packed per 32 rows {:.2}, per 128 rows {:.2}, per block {:.2}",
+        per_row(store_bytes),
+        per_row(pfor_bytes),
+        per_row(grouped[0]),
+        per_row(grouped[1]),
+        per_row(grouped[2]),
+    );
+    for round in 1..=3 {
+        let (leb, leb_sum) = time_store_decode(&blocks);
+        let (pfor, pfor_sum) = time_pfor_decode(&blocks);
+        assert_eq!(leb_sum, pfor_sum, "both decoders give the same rows");
+        println!(
+            "round {round}: decode ns per row: store {:.1}, PFOR prototype {:.1}",
+            leb * 1e9 / rows as f64,
+            pfor * 1e9 / rows as f64
+        );
+    }
+}
+
+/// Seconds to decode every block as `merge` does, and a digest of the rows.
+fn time_store_decode(blocks: &[Block]) -> (f64, u64) {
+    let start = Instant::now();
+    let (mut digest, mut out) = (0u64, Vec::with_capacity(4096));
+    for b in blocks {
+        out.clear();
+        let mut cursor = BlockCursor::<TraceRow>::new(&b.bytes, &b.section).expect("checked");
+        while cursor.next_rows(&b.bytes, &mut out, 64).expect("checked") {}
+        digest = out
+            .iter()
+            .fold(digest, |d, r| d.wrapping_add(r.to ^ r.count));
+    }
+    (start.elapsed().as_secs_f64(), digest)
+}
+
+/// Seconds to decode every block from its PFOR columns, and a digest of the rows.
+fn time_pfor_decode(blocks: &[Block]) -> (f64, u64) {
+    let start = Instant::now();
+    let mut columns = [[0u64; 4096]; COLUMNS];
+    let (mut digest, mut out) = (0u64, Vec::with_capacity(4096));
+    for b in blocks {
+        for (c, packed) in b.packed.iter().enumerate() {
+            packed.unpack(&mut columns[c][..b.rows]);
+        }
+        out.clear();
+        let mut prev = TraceRow::default();
+        let [c0, c1, c2, c3, c4] = &columns;
+        for i in 0..b.rows {
+            let branch = prev.branch.wrapping_add(c0[i]);
+            let from = match branch == prev.branch {
+                true => prev.from.wrapping_add(c1[i]),
+                false => branch.wrapping_add(unzigzag(c1[i])),
+            };
+            let row = TraceRow {
+                branch,
+                from,
+                to: from.wrapping_add(unzigzag(c2[i])),
+                count: c3[i],
+                mispreds: c4[i],
+            };
+            out.push(row);
+            prev = row;
+        }
+        digest = out
+            .iter()
+            .fold(digest, |d, r| d.wrapping_add(r.to ^ r.count));
+    }
+    (start.elapsed().as_secs_f64(), digest)
+}
