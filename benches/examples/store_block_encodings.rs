@@ -16,36 +16,41 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use formats::store::{BlockCursor, BlockRows, Section, SectionKind, Store, TraceRow};
+use formats::bytes::{Endian, Reader};
+use formats::store::{BlockCursor, BlockRows, Row, Section, SectionKind, Store, TraceRow, Uleb};
 
+/// Values per trace row.
 const COLUMNS: usize = 5;
-
-fn zigzag(v: u64) -> u64 {
-    let v = v as i64;
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> u64 {
-    ((v >> 1) as i64 ^ -((v & 1) as i64)) as u64
-}
 
 fn bit_length(v: u64) -> u64 {
     u64::from(64 - v.leading_zeros())
 }
 
-/// The values the store encodes for `row` after `prev` (see `docs/store.md`, "Rows").
-fn trace_columns(row: &TraceRow, prev: &TraceRow) -> [u64; COLUMNS] {
-    let second = match row.branch == prev.branch {
-        true => row.from.wrapping_sub(prev.from),
-        false => zigzag(row.from.wrapping_sub(row.branch)),
-    };
-    [
-        row.branch.wrapping_sub(prev.branch),
-        second,
-        zigzag(row.to.wrapping_sub(row.from)),
-        row.count,
-        row.mispreds,
-    ]
+/// The column values of a block's `rows` rows: the block's own LEB128 values, `COLUMNS` per
+/// row (`docs/store.md`, "Rows"), taken apart by column.
+fn block_columns(bytes: &[u8], rows: usize) -> Vec<Vec<u64>> {
+    let mut reader = Reader::new(bytes, Endian::Little);
+    let mut columns = vec![Vec::new(); COLUMNS];
+    for i in 0..rows * COLUMNS {
+        columns[i % COLUMNS].push(reader.uleb128().expect("a checked block"));
+    }
+    assert!(reader.is_empty(), "{rows} rows fill the block");
+    columns
+}
+
+/// One row's values from unpacked columns, for [`Row::decode_from`].
+struct RowOfColumns<'c> {
+    columns: &'c [[u64; 4096]; COLUMNS],
+    row: usize,
+    column: usize,
+}
+
+impl Uleb for RowOfColumns<'_> {
+    fn uleb(&mut self) -> Option<u64> {
+        let v = self.columns.get(self.column)?[self.row];
+        self.column += 1;
+        Some(v)
+    }
 }
 
 /// One column of one block as frame of reference with exceptions.
@@ -168,14 +173,7 @@ fn main() {
                 let decoded: Vec<TraceRow> = BlockRows::new(&bytes, s)
                     .and_then(|r| r.collect())
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                let mut columns = vec![Vec::new(); COLUMNS];
-                let mut prev = TraceRow::default();
-                for row in &decoded {
-                    for (c, v) in trace_columns(row, &prev).into_iter().enumerate() {
-                        columns[c].push(v);
-                    }
-                    prev = *row;
-                }
+                let columns = block_columns(&bytes, decoded.len());
                 let packed: Vec<PackedColumn> =
                     columns.iter().map(|c| PackedColumn::new(c)).collect();
                 pfor_bytes += packed.iter().map(|c| c.bytes(decoded.len())).sum::<usize>();
@@ -249,22 +247,14 @@ fn time_pfor_decode(blocks: &[Block]) -> (f64, u64) {
         }
         out.clear();
         let mut prev = TraceRow::default();
-        let [c0, c1, c2, c3, c4] = &columns;
-        for i in 0..b.rows {
-            let branch = prev.branch.wrapping_add(c0[i]);
-            let from = match branch == prev.branch {
-                true => prev.from.wrapping_add(c1[i]),
-                false => branch.wrapping_add(unzigzag(c1[i])),
+        for row in 0..b.rows {
+            let mut values = RowOfColumns {
+                columns: &columns,
+                row,
+                column: 0,
             };
-            let row = TraceRow {
-                branch,
-                from,
-                to: from.wrapping_add(unzigzag(c2[i])),
-                count: c3[i],
-                mispreds: c4[i],
-            };
-            out.push(row);
-            prev = row;
+            prev = TraceRow::decode_from(&prev, &mut values).expect("a row's values");
+            out.push(prev);
         }
         digest = out
             .iter()
