@@ -87,8 +87,10 @@ fn whole_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
     lines
 }
 
-/// Line by line equality, where a [`GARBLED`] name of create_llvm_prof matches any name.
-pub(crate) fn assert_equal_but_garbled(ours: &str, theirs: &str) {
+/// Line by line equality, where a [`GARBLED`] name of create_llvm_prof (or a callee name
+/// `binary` does not hold) matches any name.
+pub(crate) fn assert_equal_but_garbled(ours: &str, theirs: &str, binary: &Path) {
+    let theirs = unknown_callees_garbled(theirs, binary);
     let (o, t): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
     assert_eq!(
         o.len(),
@@ -181,7 +183,7 @@ fn test_lbr_equals_create_llvm_prof_but_its_garbled_inline_names() {
         "{}",
         &o[..80]
     );
-    assert_equal_but_garbled(&o, &t);
+    assert_equal_but_garbled(&o, &t, &binary);
 
     // The same through a profile store, but for one range. Named difference: a store keeps
     // perf2bolt's traces, which skip kernel entries (--ignore-interrupt-lbr), while from a
@@ -279,7 +281,7 @@ fn clang_program_equals_create_llvm_prof_but_its_garbled_inline_names() {
     assert!(o.starts_with("pick:"), "{o}");
     // Line-0 rows are in the profile.
     assert!(o.lines().any(|l| l.starts_with(" 655")), "{o}");
-    assert_equal_but_garbled(&o, &t);
+    assert_equal_but_garbled(&o, &t, &binary);
 
     let binary5 = clang_program(
         dir.path(),
@@ -308,14 +310,20 @@ fn callee_of(line: &str) -> Option<&str> {
     (!numeric(rest.split(' ').next()?) && numeric(total)).then_some(name)
 }
 
-/// `theirs` with [`GARBLED`] for each inlined callee name that `ours` never names: some of
-/// create_llvm_prof's names from freed memory are plain words (`pW`) that [`ungarble`] keeps.
-fn unknown_callees_garbled(theirs: &str, ours: &str) -> String {
-    let known: std::collections::HashSet<&str> = ours.lines().filter_map(callee_of).collect();
+/// `theirs` with [`GARBLED`] for each inlined callee name that `binary` does not hold as a
+/// NUL-terminated string (every DWARF or symbol name is one): some of create_llvm_prof's
+/// names from freed memory are plain words (`pW`, `pE`) that [`ungarble`] keeps. Decided by
+/// the binary, not by our profile, so that a wrong name of ours still fails.
+fn unknown_callees_garbled(theirs: &str, binary: &Path) -> String {
+    let image = std::fs::read(binary).unwrap();
+    let held = |name: &str| {
+        let needle = [name.as_bytes(), b"\0"].concat();
+        image.windows(needle.len()).any(|w| w == needle)
+    };
     let mut out = String::new();
     for line in theirs.lines() {
         match callee_of(line) {
-            Some(name) if !known.contains(name) => {
+            Some(name) if !name.contains(GARBLED) && !held(name) => {
                 let (head, tail) = line.split_at(line.find(name).unwrap());
                 out.push_str(head);
                 out.push_str(GARBLED);
@@ -383,7 +391,7 @@ fn create_llvm_prof_reads_lld_programs_a_page_low() {
     ours(&binary, &low, &shifted);
     assert!(!t.is_empty(), "create_llvm_prof wrote an empty profile");
     let o = normalized(&shifted);
-    assert_equal_but_garbled(&o, &unknown_callees_garbled(&t, &o));
+    assert_equal_but_garbled(&o, &t, &binary);
 }
 
 /// `llvm-profgen --format=text` of LLVM 19 (it runs `perf script`).
@@ -596,5 +604,28 @@ fn ungarble_joins_a_name_split_by_a_newline() {
     assert_eq!(
         String::from_utf8(clean).unwrap(),
         format!("f:10:1\n 1: 5\n 11: {GARBLED}:7\n  1: 3\n")
+    );
+}
+
+/// A plain-word callee name the binary does not hold (`pE`, from freed memory) matches any
+/// name; one it holds (`sq`) must match exactly.
+#[test]
+fn callee_names_the_binary_lacks_count_as_garbled() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("image");
+    std::fs::write(&binary, b"\x7fELF\0main\0sq\0").unwrap();
+    let theirs = "main:20:1\n 1: 5\n 2: pE:6\n  1: 6\n 3: sq:4\n  1: 4\n";
+    assert_eq!(
+        unknown_callees_garbled(theirs, &binary),
+        format!("main:20:1\n 1: 5\n 2: {GARBLED}:6\n  1: 6\n 3: sq:4\n  1: 4\n")
+    );
+    let ours = "main:20:1\n 1: 5\n 2: sq:6\n  1: 6\n 3: sq:4\n  1: 4\n";
+    assert_equal_but_garbled(ours, theirs, &binary);
+    let wrong = std::panic::catch_unwind(|| {
+        assert_equal_but_garbled(&ours.replace("3: sq", "3: xx"), theirs, &binary)
+    });
+    assert!(
+        wrong.is_err(),
+        "a wrong callee name the binary holds passed"
     );
 }

@@ -103,7 +103,7 @@ fn assert_equal_to_both_tools(binary: &Path, capture: &Path, dir: &Path, what: &
     std::fs::write(&clean_path, clean).unwrap();
     let (a, c) = (normalized(&mine), normalized(&clean_path));
     assert!(a.contains("walk:"), "{what}: {a}");
-    assert_equal_but_garbled(&a, &c);
+    assert_equal_but_garbled(&a, &c, binary);
     o
 }
 
@@ -310,7 +310,7 @@ fn ip_samples_of_an_lbr_capture_equal_llvm_profgen_leading_ip_only() {
     };
     let a = autofdo(&["--ip-samples"], &d.join("cl-ours.txt"));
     assert!(a.starts_with("longest_match:"), "{a}");
-    assert_equal_but_garbled(&a, &normalized(&clean_path));
+    assert_equal_but_garbled(&a, &normalized(&clean_path), &binary);
     // Neither the branch stacks' lines nor a profile without heads: both inputs count.
     let lbr = autofdo(&[], &d.join("cl-lbr.txt"));
     assert_ne!(a, lbr);
