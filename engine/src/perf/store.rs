@@ -567,8 +567,8 @@ pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeRepo
 /// to their extremes).
 #[derive(Clone, Copy, Debug)]
 struct MergeTuning {
-    /// Rows decoded ahead per input (a key range holds at most this many of each input).
-    rows_ahead: usize,
+    /// Rows of all inputs together that a key range holds, about (see [`range_ends`]).
+    range_rows: u64,
     /// Inputs whose files stay open; the others are reopened for every block.
     open_files: usize,
     /// Threads summing key ranges.
@@ -578,7 +578,7 @@ struct MergeTuning {
 impl Default for MergeTuning {
     fn default() -> Self {
         MergeTuning {
-            rows_ahead: 64,
+            range_rows: 3 << 13,
             open_files: usize::MAX,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         }
@@ -676,7 +676,8 @@ impl From<std::io::Error> for TableError {
     }
 }
 
-/// One input's rows of one table, read a block at a time and decoded a few rows ahead.
+/// One input's rows of one table, read a block at a time and decoded straight into the sums
+/// of the key range at hand.
 struct Cursor<'a, R: Row> {
     input: &'a MergeInput,
     /// Index of the input, for errors.
@@ -685,12 +686,11 @@ struct Cursor<'a, R: Row> {
     /// The current block's bytes and where its decoding stands.
     bytes: Vec<u8>,
     block: Option<BlockCursor<R>>,
-    /// Rows decoded ahead (counts scaled); `ahead[taken..]` are not merged yet.
-    ahead: Vec<R>,
-    taken: usize,
-    /// The last row decoded, to check the order across blocks.
+    /// A row decoded (counts scaled) that belongs to a later range.
+    held: Option<R>,
+    /// The last row of the previous block, to check the order across blocks.
     last: Option<[u64; 3]>,
-    /// Whether every row of the table is decoded.
+    /// Whether every row of the table is taken.
     done: bool,
 }
 
@@ -703,80 +703,78 @@ impl<'a, R: Row> Cursor<'a, R> {
             blocks: blocks.iter(),
             bytes: Vec::new(),
             block: None,
-            ahead: Vec::new(),
-            taken: 0,
+            held: None,
             last: None,
             done: false,
         }
     }
 
-    /// The rows decoded but not merged yet.
+    /// Asks the CPU for the bytes that the next range's decoding starts with.
     #[inline]
-    fn pending(&self) -> &[R] {
-        &self.ahead[self.taken..]
-    }
-
-    /// Asks the CPU for the bytes that the next decoding of `rows` rows will read.
-    #[inline]
-    fn prefetch_undecoded(&self, rows: usize) {
+    fn prefetch_next(&self) {
         if let Some(block) = &self.block {
             let from = block.position().min(self.bytes.len());
-            // Rows take a few bytes each; 8 is generous.
-            let to = (from + 8 * rows).min(self.bytes.len());
-            prefetch(&self.bytes[from..to]);
+            prefetch(&self.bytes[from..(from + 128).min(self.bytes.len())]);
         }
     }
 
-    /// Decodes rows until `rows` are pending or the table ends; records a saturation of the
-    /// scaled counts in `saturated`.
-    fn top_up(&mut self, rows: usize, saturated: &mut bool) -> std::result::Result<(), TableError> {
-        // Merged rows are dropped once they are as many as those asked for, so a cursor holds
-        // fewer than twice `rows` and moves each row at most once.
-        if self.taken >= rows {
-            self.ahead.drain(..self.taken);
-            self.taken = 0;
-        }
-        if self.ahead.capacity() == 0 {
-            // At its largest size at once: growing it would cost fresh pages again and again.
-            self.ahead.reserve_exact(2 * rows);
-        }
-        while !self.done && self.ahead.len() - self.taken < rows {
+    /// Adds every row of the input below `end` (all of them for `None`) to `sums`, counts
+    /// scaled by the input's weight; records a saturation in `saturated`.
+    fn take_below(
+        &mut self,
+        end: Option<[u64; 3]>,
+        sums: &mut Sums<R>,
+        saturated: &mut bool,
+    ) -> std::result::Result<(), TableError> {
+        let below = |row: &R| end.is_none_or(|e| row.packed_key() < e);
+        let weight = self.input.weight;
+        loop {
+            if let Some(row) = self.held {
+                if !below(&row) {
+                    return Ok(());
+                }
+                *saturated |= !sums.add(row);
+                self.held = None;
+            }
             let Some(block) = &mut self.block else {
-                self.next_block()?;
+                if self.done {
+                    return Ok(());
+                }
+                self.next_block(saturated)?;
                 continue;
             };
-            let from = self.ahead.len();
-            let want = rows - (from - self.taken);
-            let more = block
-                .next_rows(&self.bytes, &mut self.ahead, want)
-                .map_err(|e| TableError::Store(self.at, e))?;
-            if let Some(first) = self.ahead.get(from) {
-                // Rows increase within a block (checked there) and across blocks (here).
-                if self.last.is_some_and(|last| last >= first.packed_key()) {
-                    let s = block.section();
-                    let e = StoreError {
-                        offset: s.offset,
-                        section: Some((R::KIND, s.binary, s.block)),
-                        kind: StoreErrorKind::Unsorted,
-                    };
-                    return Err(TableError::Store(self.at, e));
-                }
-                self.last = self.ahead.last().map(Row::packed_key);
-                if self.input.weight != 1 {
-                    for row in &mut self.ahead[from..] {
-                        *saturated |= !row.scale_counts(self.input.weight);
+            let mut sat = false;
+            let stop = block
+                .rows_while(&self.bytes, below, |mut row| {
+                    if weight != 1 {
+                        sat |= !row.scale_counts(weight);
                     }
+                    sat |= !sums.add(row);
+                })
+                .map_err(|e| TableError::Store(self.at, e))?;
+            *saturated |= sat;
+            match stop {
+                Some(mut row) => {
+                    if weight != 1 {
+                        *saturated |= !row.scale_counts(weight);
+                    }
+                    self.held = Some(row);
+                    return Ok(());
                 }
-            }
-            if !more {
-                self.block = None;
+                None => {
+                    if let Some(last) = block.last_row() {
+                        self.last = Some(last.packed_key());
+                    }
+                    self.block = None;
+                }
             }
         }
-        Ok(())
     }
 
-    /// Reads the next block (checking its checksum), or notes the table's end.
-    fn next_block(&mut self) -> std::result::Result<(), TableError> {
+    /// Reads the next block (checking its checksum) and takes its first row into `held`
+    /// (checking that it follows the previous block's last; counts scaled, a saturation
+    /// recorded in `saturated`), or notes the table's end.
+    fn next_block(&mut self, saturated: &mut bool) -> std::result::Result<(), TableError> {
         let Some(section) = self.blocks.next() else {
             self.done = true;
             // The table's blocks are done: give their memory back.
@@ -786,8 +784,24 @@ impl<'a, R: Row> Cursor<'a, R> {
         self.input
             .read(section, &mut self.bytes)
             .map_err(|e| TableError::Input(self.at, e))?;
-        let block =
-            BlockCursor::new(&self.bytes, section).map_err(|e| TableError::Store(self.at, e))?;
+        let store_error = |e| TableError::Store(self.at, e);
+        let mut block = BlockCursor::<R>::new(&self.bytes, section).map_err(store_error)?;
+        let first = block.next_row(&self.bytes).map_err(store_error)?;
+        if let Some(mut row) = first {
+            // Rows increase within a block (checked there) and across blocks (here).
+            if self.last.is_some_and(|last| last >= row.packed_key()) {
+                let e = StoreError {
+                    offset: section.offset,
+                    section: Some((R::KIND, section.binary, section.block)),
+                    kind: StoreErrorKind::Unsorted,
+                };
+                return Err(store_error(e));
+            }
+            if self.input.weight != 1 {
+                *saturated |= !row.scale_counts(self.input.weight);
+            }
+            self.held = Some(row);
+        }
         self.block = Some(block);
         Ok(())
     }
@@ -853,14 +867,14 @@ impl<R: Row> Sums<R> {
 
 /// Merges one table of one binary from its `parts`; returns whether a count saturated.
 ///
+/// The key space is cut into ranges from the inputs' tables of contents ([`range_ends`]).
 /// The inputs are split into `tuning.workers` groups, one thread each: a group reads its
-/// inputs a block at a time, cuts their rows into key ranges (every copy of a key among the
-/// group's inputs in one range), sums each range in a hash table and sorts it, so that it
-/// sends a stream of sorted, summed runs. This thread merges the groups' streams (a few, each
-/// sorted: no hash and no sort) and writes the rows. Saturating sums are associative and
-/// commutative, so the grouping changes nothing in the output. At most a few runs per group
-/// exist at a time, so memory stays bounded by the inputs' blocks and lookahead, whatever
-/// the data.
+/// inputs a block at a time and, range after range, sums each input's rows of the range in a
+/// hash table and sorts the sums, so that it sends a stream of sorted, summed runs. This
+/// thread merges the groups' streams (a few, each sorted: no hash and no sort) and writes the
+/// rows. Saturating sums are associative and commutative, so the grouping changes nothing in
+/// the output. At most a few runs per group exist at a time, each of one range, so memory
+/// stays bounded by the inputs' blocks, whatever the data.
 fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
     w: &mut StoreWriter<W>,
     binary: u32,
@@ -875,6 +889,7 @@ fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
         return Ok(false);
     }
     const RUNS_IN_FLIGHT: usize = 4;
+    let ends = range_ends::<R>(files, parts, tuning.range_rows);
     let groups = tuning.workers.clamp(1, parts.len());
     let per_group = parts.len().div_ceil(groups);
     std::thread::scope(|scope| {
@@ -884,8 +899,8 @@ fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
             let (runs, run_queue) = crossbeam_channel::bounded::<Vec<R>>(RUNS_IN_FLIGHT);
             // Written runs come back to their group, which reuses their memory.
             let (spares, spare_queue) = crossbeam_channel::bounded::<Vec<R>>(RUNS_IN_FLIGHT + 2);
-            let ahead = tuning.rows_ahead;
-            threads.push(scope.spawn(move || merge_group(files, group, ahead, runs, spare_queue)));
+            let ends = &ends;
+            threads.push(scope.spawn(move || merge_group(files, group, ends, runs, spare_queue)));
             streams.push(RunStream::new(run_queue, spares));
         }
         let written = write_merged(w, binary, &mut streams);
@@ -1068,60 +1083,33 @@ fn merge_two<W: std::io::Write, R: Row>(
     }
 }
 
-/// Merges one group of inputs: reads every part's rows, `ahead` at a time, in key ranges, each
-/// ending at the smallest of the inputs' last decoded keys (so every copy of a key in the range
-/// is decoded, and a range holds at most `ahead` rows of each input); sums each range and
-/// sends it sorted to `runs`, in a buffer from `spares` when there is one. Returns whether a
-/// count saturated (scaled by a weight or summed).
+/// Merges one group of inputs: sums every part's rows one key range at a time (the ranges end
+/// at `ends`, the last one has no end), visiting each input once per range and decoding its
+/// rows straight into the range's hash table; sends each range's sums sorted to `runs`, in a
+/// buffer from `spares` when there is one. Returns whether a count saturated (scaled by a
+/// weight or summed).
 fn merge_group<R: Row>(
     files: &[MergeInput],
     parts: &[(usize, usize)],
-    ahead: usize,
+    ends: &[[u64; 3]],
     runs: crossbeam_channel::Sender<Vec<R>>,
     spares: crossbeam_channel::Receiver<Vec<R>>,
 ) -> std::result::Result<bool, TableError> {
-    let ahead = ahead.max(2);
     let mut cursors: Vec<Cursor<'_, R>> = parts
         .iter()
         .map(|&(i, b)| Cursor::new(&files[i], i, b))
         .collect();
     let mut saturated = false;
     let mut sums = Sums::new();
-    // One sweep per range: each input gives the range its rows up to the end found in the
-    // previous sweep, then decodes ahead again, which gives the next range's end; visiting
-    // the inputs once per range instead of twice halves the cache misses on their buffers.
-    let mut take = Take::Nothing;
-    while !cursors.is_empty() {
-        // The next range's end: the smallest last decoded key of the inputs not fully decoded.
-        let mut end = None;
+    for end in ends.iter().copied().map(Some).chain([None]) {
         for i in 0..cursors.len() {
-            // Many inputs' buffers do not fit the cache: ask for the next ones early.
+            // Many inputs' blocks do not fit the cache: ask for the next ones early.
             if let Some(next) = cursors.get(i + 2) {
-                prefetch(next.pending());
-                next.prefetch_undecoded(ahead);
+                next.prefetch_next();
             }
-            let c = &mut cursors[i];
-            // A scan in order (not a binary search) lets the prefetcher hide the cache misses.
-            let mut n = 0;
-            for row in c.pending() {
-                if !take.includes(row) {
-                    break;
-                }
-                saturated |= !sums.add(*row);
-                n += 1;
-            }
-            c.taken += n;
-            if c.pending().len() < ahead {
-                c.top_up(ahead, &mut saturated)?;
-            }
-            if !c.done {
-                if let Some(last) = c.pending().last() {
-                    end = Some(end.unwrap_or([u64::MAX; 3]).min(last.packed_key()));
-                }
-            }
+            cursors[i].take_below(end, &mut sums, &mut saturated)?;
         }
-        take = end.map_or(Take::All, Take::Through);
-        cursors.retain(|c| !(c.done && c.pending().is_empty()));
+        cursors.retain(|c| !(c.done && c.held.is_none()));
         if sums.rows.is_empty() {
             continue;
         }
@@ -1137,24 +1125,73 @@ fn merge_group<R: Row>(
     Ok(saturated)
 }
 
-/// Which decoded rows a range takes from each input.
-#[derive(Clone, Copy)]
-enum Take {
-    /// None (before the first sweep has decoded anything).
-    Nothing,
-    /// Those with keys up to this one: every input has decoded past it.
-    Through([u64; 3]),
-    /// All: every input is fully decoded.
-    All,
+/// Where the key ranges that a merge sums one at a time end: each holds about `rows` rows of
+/// all the parts together. The keys of a few parts stand for all ([`sampled_keys`]). The
+/// parts' block starts end ranges too, so that whatever the data, a range holds at most a
+/// block of each part plus about `rows` rows of blocks that start in it. The ends only change
+/// how the work is cut, never the sums (a corrupt first key included).
+fn range_ends<R: Row>(files: &[MergeInput], parts: &[(usize, usize)], rows: u64) -> Vec<[u64; 3]> {
+    let blocks = |&(i, b): &(usize, usize)| files[i].index.binaries()[b].1.blocks(R::KIND);
+    let mut starts: Vec<([u64; 2], u64)> = parts
+        .iter()
+        .flat_map(blocks)
+        .map(|s| (s.first_key, s.rows))
+        .collect();
+    let total: u64 = starts.iter().map(|s| s.1).sum();
+    starts.sort_unstable();
+    let mut ends: Vec<[u64; 3]> = Vec::new();
+    let mut held = 0u64;
+    for ([a, b], block_rows) in starts {
+        if held >= rows {
+            ends.push([a, b, 0]);
+            held = 0;
+        }
+        held = held.saturating_add(block_rows);
+    }
+    // A few parts spread over the list stand for all: every `stride`-th of their keys is
+    // sampled, and every `step`-th of the sample, in key order, ends a range of about `rows`
+    // rows of all the parts.
+    const SAMPLED_PARTS: usize = 8;
+    let n = parts.len().min(SAMPLED_PARTS);
+    let sampled: Vec<&(usize, usize)> = (0..n).map(|k| &parts[k * parts.len() / n]).collect();
+    let sampled_rows: u64 = sampled.iter().flat_map(|p| blocks(p)).map(|s| s.rows).sum();
+    let per_range = u128::from(sampled_rows) * u128::from(rows.max(1)) / u128::from(total.max(1));
+    let stride = (per_range / n.max(1) as u128).max(1) as u64;
+    let step = (per_range / u128::from(stride)).max(1) as usize;
+    let mut sample = Vec::new();
+    for &&(i, b) in &sampled {
+        sampled_keys::<R>(&files[i], blocks(&(i, b)), stride, &mut sample);
+    }
+    sample.sort_unstable();
+    ends.extend(sample.into_iter().skip(step - 1).step_by(step));
+    ends.sort_unstable();
+    ends.dedup();
+    ends
 }
 
-impl Take {
-    #[inline(always)]
-    fn includes<R: Row>(self, row: &R) -> bool {
-        match self {
-            Take::Nothing => false,
-            Take::Through(end) => row.packed_key() <= end,
-            Take::All => true,
+/// Appends every `step`-th key of the table whose blocks are `blocks` in `input`. A block that
+/// cannot be read ends the sample early: the merge reports the error where it reads the rows.
+fn sampled_keys<R: Row>(
+    input: &MergeInput,
+    blocks: &[Section],
+    step: u64,
+    keys: &mut Vec<[u64; 3]>,
+) {
+    let mut bytes = Vec::new();
+    let mut n = 0u64;
+    for s in blocks {
+        let Ok(mut block) = input
+            .read(s, &mut bytes)
+            .map_err(drop)
+            .and_then(|()| BlockCursor::<R>::new(&bytes, s).map_err(drop))
+        else {
+            return;
+        };
+        while let Ok(Some(row)) = block.next_row(&bytes) {
+            n += 1;
+            if n.is_multiple_of(step) {
+                keys.push(row.packed_key());
+            }
         }
     }
 }
@@ -1420,23 +1457,23 @@ mod tests {
         p
     }
 
-    /// Tunings at the extremes: two rows decoded ahead per input (the fewest it takes) with
-    /// every input reopened for each block, and the default.
+    /// Tunings at the extremes: a range at every block start with every input reopened for
+    /// each block, two groups (the writer's two-way merge), one group, and the default.
     fn tunings() -> [MergeTuning; 4] {
         [
             MergeTuning {
-                rows_ahead: 1,
+                range_rows: 0,
                 open_files: 0,
                 workers: 3,
             },
             // Two groups: the writer's two-way merge.
             MergeTuning {
-                rows_ahead: 2,
+                range_rows: 1,
                 open_files: usize::MAX,
                 workers: 2,
             },
             MergeTuning {
-                rows_ahead: 3,
+                range_rows: 3,
                 open_files: 1,
                 workers: 1,
             },
@@ -1520,6 +1557,65 @@ mod tests {
             let out = d.join(format!("t{n}.pms"));
             assert_eq!(merged_with(&inputs, &out, tuning), reference, "{tuning:?}");
         }
+    }
+
+    /// The merge's key ranges hold about the rows asked for where the sampled inputs' keys
+    /// stand for the others, and no more than the documented bound anywhere (two inputs have
+    /// keys far from the rest).
+    #[test]
+    fn key_ranges_hold_about_the_rows_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        const FAR: u64 = 1 << 40;
+        let partials: Vec<Vec<StoredProfile>> = (0..10)
+            .map(|i| {
+                let base = if i < 8 { 0 } else { FAR };
+                let rows: Vec<_> = (0..10_000)
+                    .map(|_| (base + next(1 << 20), next(1 << 20), next(4), 1))
+                    .collect();
+                vec![profile("a", &rows)]
+            })
+            .collect();
+        let paths = write_partials(dir.path(), &partials);
+        let inputs: Vec<WeightedInput> = paths
+            .iter()
+            .map(|p| WeightedInput {
+                path: p.clone(),
+                weight: 1,
+            })
+            .collect();
+        let files = open_inputs(&inputs, usize::MAX).unwrap();
+        let parts: Vec<(usize, usize)> = (0..files.len()).map(|i| (i, 0)).collect();
+        const ROWS: u64 = 5_000;
+        let ends = range_ends::<TraceRow>(&files, &parts, ROWS);
+        assert!(ends.windows(2).all(|w| w[0] < w[1]), "ends not increasing");
+        let mut held = vec![0u64; ends.len() + 1];
+        for p in &partials {
+            for row in &p[0].traces {
+                held[ends.partition_point(|e| *e <= row.packed_key())] += 1;
+            }
+        }
+        let total: u64 = held.iter().sum();
+        let bound = parts.len() as u64 * formats::store::ROWS_PER_BLOCK as u64
+            + ROWS
+            + formats::store::ROWS_PER_BLOCK as u64;
+        assert!(held.iter().all(|&h| h <= bound), "{held:?}");
+        // The inputs alike: ranges of about ROWS rows.
+        let near = ends.partition_point(|e| e[0] < FAR);
+        let alike = &held[..near];
+        let largest = alike.iter().max().unwrap();
+        assert!(*largest <= 2 * ROWS, "{alike:?}");
+        assert!(alike.len() as u64 >= 80_000 / (2 * ROWS), "{alike:?}");
+        assert_eq!(
+            total,
+            partials.iter().map(|p| p[0].traces.len() as u64).sum()
+        );
     }
 
     /// Memory rows that differ only in the in-binary flag are different keys: a merge keeps

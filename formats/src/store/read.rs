@@ -381,6 +381,50 @@ impl<R: Row> BlockCursor<R> {
         Ok(Some(row))
     }
 
+    /// Decodes the next rows of the block whose bytes are `bytes` (the same on every call),
+    /// handing each to `take` while `below` holds for it; returns the first row for which it
+    /// does not (decoded and consumed: the caller keeps it), or `None` when the block is done
+    /// (having checked that it ends there).
+    #[inline]
+    pub fn rows_while(
+        &mut self,
+        bytes: &[u8],
+        below: impl Fn(&R) -> bool,
+        mut take: impl FnMut(R),
+    ) -> Result<Option<R>, StoreError> {
+        let mut u = BlockUleb::new(bytes, self.pos);
+        let mut prev = self.prev;
+        let mut stop = None;
+        while self.left > 0 {
+            let at = u.pos;
+            let Some(row) = R::decode_from(&prev.unwrap_or_default(), &mut u) else {
+                return Err(self.row_error(bytes, at, prev));
+            };
+            if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
+                let offset = self.section.offset + at as u64;
+                return Err(self.section.error(offset, StoreErrorKind::Unsorted));
+            }
+            prev = Some(row);
+            self.left -= 1;
+            if !below(&row) {
+                stop = Some(row);
+                break;
+            }
+            take(row);
+        }
+        self.pos = u.pos;
+        self.prev = prev;
+        if self.left == 0 && self.pos != bytes.len() {
+            return Err(self.section.error(self.offset(), StoreErrorKind::RowCount));
+        }
+        Ok(stop)
+    }
+
+    /// The last row decoded, if any.
+    pub fn last_row(&self) -> Option<&R> {
+        self.prev.as_ref()
+    }
+
     /// The error of the row at byte `at` of the block, which the fast decoder could not read:
     /// decoded again by a [`Reader`], which says why.
     #[cold]
