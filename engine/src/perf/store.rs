@@ -781,6 +781,13 @@ impl<'a, R: Row> Cursor<'a, R> {
             self.bytes = Vec::new();
             return Ok(());
         };
+        if self.bytes.capacity() == 0 {
+            // Room for the largest block at once: growing block by block would move the bytes
+            // and take fresh pages again and again.
+            let largest = self.blocks.as_slice().iter().map(|s| s.length);
+            let largest = largest.fold(section.length, u64::max);
+            self.bytes.reserve_exact(usize::try_from(largest).unwrap_or(0));
+        }
         self.input
             .read(section, &mut self.bytes)
             .map_err(|e| TableError::Input(self.at, e))?;
@@ -1113,7 +1120,9 @@ fn merge_group<R: Row>(
         if sums.rows.is_empty() {
             continue;
         }
-        let spare = spares.try_recv().unwrap_or_default();
+        let mut spare = spares.try_recv().unwrap_or_default();
+        // Room for a range like this one: the next range's sums need not grow it.
+        spare.reserve(sums.rows.len());
         let mut run = std::mem::replace(&mut sums.rows, spare);
         sums.clear();
         run.sort_unstable_by_key(|r| r.packed_key());
