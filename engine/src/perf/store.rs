@@ -786,7 +786,8 @@ impl<'a, R: Row> Cursor<'a, R> {
             // and take fresh pages again and again.
             let largest = self.blocks.as_slice().iter().map(|s| s.length);
             let largest = largest.fold(section.length, u64::max);
-            self.bytes.reserve_exact(usize::try_from(largest).unwrap_or(0));
+            self.bytes
+                .reserve_exact(usize::try_from(largest).unwrap_or(0));
         }
         self.input
             .read(section, &mut self.bytes)
