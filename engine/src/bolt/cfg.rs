@@ -260,6 +260,38 @@ impl Disassembled {
         })
     }
 
+    /// [`Disassembled::table_patterns`], each with the entries it has before one lands off
+    /// the function's instructions (`populateJumpTables` stops a table there once its
+    /// function is disassembled; the next table bounds it too, which the caller knows).
+    pub(crate) fn sized_table_patterns(
+        &self,
+        functions: &Functions,
+        f: &Function,
+    ) -> Vec<(indirect::Pattern, usize)> {
+        let starts = self.instruction_starts();
+        self.table_patterns()
+            .map(|p| {
+                (
+                    p,
+                    indirect::entries(functions, f, p, u64::MAX, Some(&starts)).len(),
+                )
+            })
+            .collect()
+    }
+
+    /// Offsets of the instructions as LLVM's disassembler sees them (a leading `lock` is an
+    /// instruction of its own), ascending.
+    fn instruction_starts(&self) -> Vec<u64> {
+        let mut starts: Vec<u64> = Vec::with_capacity(self.decoded.len());
+        for ins in &self.decoded {
+            starts.push(u64::from(ins.offset));
+            if ins.locked {
+                starts.push(u64::from(ins.offset) + 1);
+            }
+        }
+        starts
+    }
+
     /// Whether an instruction starts at `offset` (LLVM's disassembler counts a leading `lock`
     /// as an instruction of its own).
     pub(crate) fn has_instruction_at(&self, offset: u64) -> bool {
@@ -540,14 +572,7 @@ fn lay_out(
     known_tables: &BTreeSet<u64>,
 ) -> (Vec<Insn>, Vec<Vec<u64>>) {
     let (decoded, dispatches) = (&d.decoded, &d.dispatches);
-    // Ascending: instructions are decoded in order, and a `lock` is one byte long.
-    let mut starts: Vec<u64> = Vec::with_capacity(decoded.len());
-    for ins in decoded {
-        starts.push(u64::from(ins.offset));
-        if ins.locked {
-            starts.push(u64::from(ins.offset) + 1);
-        }
-    }
+    let starts = d.instruction_starts();
     let (table_of, tables) = read_tables(functions, f, dispatches, &starts, known_tables);
     let mut insns = Vec::with_capacity(decoded.len());
     for (i, ins) in decoded.iter().enumerate() {

@@ -70,13 +70,14 @@ impl DataObjects {
     }
 
     /// [`DataObjects::from_elf`], taking the jump-table patterns of the functions in `known`
-    /// (by index) from there instead of disassembling those functions again (their order as
-    /// [`super::cfg::Disassembled::table_patterns`] gives it; none for a function BOLT could
-    /// not disassemble).
+    /// (by index), each with the entries its function's instructions allow, from there
+    /// instead of disassembling those functions again (as
+    /// [`super::cfg::Disassembled::sized_table_patterns`] gives them; none for a function BOLT
+    /// could not disassemble).
     pub(crate) fn from_elf_knowing(
         data: &[u8],
         functions: &Functions,
-        known: &HashMap<u32, Vec<super::indirect::Pattern>>,
+        known: &HashMap<u32, Vec<(super::indirect::Pattern, usize)>>,
     ) -> DataObjects {
         let Ok(file) = object::File::parse(data) else {
             return DataObjects::default();
@@ -178,12 +179,13 @@ impl DataObjects {
         }
     }
 
-    /// `getOrCreateJumpTable`: `JUMP_TABLE/<function>.<n>`, sized by its entries (each
-    /// bounded by the next table known in the binary).
+    /// `getOrCreateJumpTable`: `JUMP_TABLE/<function>.<n>`, sized by its entries as
+    /// `populateJumpTables` finds them: each bounded by the next table known in the binary,
+    /// and ending where an entry lands off its function's instructions.
     fn register_jump_tables(
         &mut self,
         functions: &Functions,
-        known: &HashMap<u32, Vec<super::indirect::Pattern>>,
+        known: &HashMap<u32, Vec<(super::indirect::Pattern, usize)>>,
     ) {
         use rayon::prelude::*;
         // Every function is disassembled (but the known ones): in parallel, the results kept
@@ -193,27 +195,26 @@ impl DataObjects {
             .filter(|(_, f)| !f.is_plt)
             .map(|(i, f)| (i as u32, f))
             .collect();
-        let per_function: Vec<(&super::functions::Function, Vec<super::indirect::Pattern>)> =
-            candidates
-                .par_iter()
-                .filter_map(|&(i, f)| {
-                    let patterns: Vec<_> = match known.get(&i) {
-                        Some(p) => p.clone(),
-                        None => super::cfg::disassemble(functions, f)
-                            .ok()?
-                            .table_patterns()
-                            .collect(),
-                    };
-                    (!patterns.is_empty()).then_some((f, patterns))
-                })
-                .collect();
+        type Sized = Vec<(super::indirect::Pattern, usize)>;
+        let per_function: Vec<(&super::functions::Function, Sized)> = candidates
+            .par_iter()
+            .filter_map(|&(i, f)| {
+                let patterns: Sized = match known.get(&i) {
+                    Some(p) => p.clone(),
+                    None => super::cfg::disassemble(functions, f)
+                        .ok()?
+                        .sized_table_patterns(functions, f),
+                };
+                (!patterns.is_empty()).then_some((f, patterns))
+            })
+            .collect();
         let known: std::collections::BTreeSet<u64> = per_function
             .iter()
-            .flat_map(|(_, p)| p.iter().map(|t| t.address))
+            .flat_map(|(_, p)| p.iter().map(|(t, _)| t.address))
             .collect();
         for (f, patterns) in per_function {
             let mut ids: Vec<u64> = Vec::new();
-            for p in patterns {
+            for (p, on_instructions) in patterns {
                 if ids.contains(&p.address) {
                     continue;
                 }
@@ -222,7 +223,8 @@ impl DataObjects {
                     .next()
                     .copied()
                     .unwrap_or(u64::MAX);
-                let entries = super::indirect::entries(functions, f, p, limit, None).len() as u64;
+                let bounded = super::indirect::entries(functions, f, p, limit, None).len();
+                let entries = bounded.min(on_instructions) as u64;
                 let size = entries * if p.pic { 4 } else { 8 };
                 let name = format!("JUMP_TABLE/{}.{}", f.name, ids.len());
                 ids.push(p.address);

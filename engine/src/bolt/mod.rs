@@ -159,7 +159,7 @@ pub(crate) struct Touched {
     pub(crate) entries: HashMap<u32, Vec<u64>>,
     /// Their jump-table patterns, as [`cfg::Disassembled::table_patterns`] lists them (none
     /// for those BOLT could not disassemble), for the data objects.
-    pub(crate) patterns: HashMap<u32, Vec<indirect::Pattern>>,
+    pub(crate) patterns: HashMap<u32, Vec<(indirect::Pattern, usize)>>,
 }
 
 /// The branch and fall-through counts of one chunk of traces, summed in a table.
@@ -391,7 +391,8 @@ fn analyse_touched(
     let patterns = match keep_all {
         true => (phase_one.iter())
             .map(|(i, d)| {
-                let found = d.as_ref().map(|d| d.table_patterns().collect());
+                let f = functions.get(*i as usize);
+                let found = d.as_ref().map(|d| d.sized_table_patterns(functions, f));
                 (*i, found.unwrap_or_default())
             })
             .collect(),

@@ -655,8 +655,9 @@ fn cfg_records(
     (records, maker.found)
 }
 
-/// Jump-table patterns of functions already disassembled, by index.
-type Patterns = HashMap<u32, Vec<super::indirect::Pattern>>;
+/// Jump-table patterns of functions already disassembled, by index, each with the entries its
+/// function's instructions allow.
+type Patterns = HashMap<u32, Vec<(super::indirect::Pattern, usize)>>;
 
 /// What making a function's record needs: the CFGs, the binary's data objects, relocations
 /// and call sites (for the hashes and the landing pads), and BOLT's function numbers.
