@@ -414,8 +414,8 @@ fn relocated(ctx: &Context, r: &Relocation, out: &mut Vec<u8>) {
     }
 }
 
-/// A PC-relative reference as BOLT symbolizes it: nothing for a function's code and jump
-/// tables; the address itself for other code (the padding after a function's last byte, which
+/// A PC-relative reference as BOLT symbolizes it: nothing for a function's code and for
+/// jump tables (anywhere inside one); the address itself for other code (the padding after a function's last byte, which
 /// no function contains: BOLT makes a `DATAat` symbol there); else the containing data
 /// object's address and the addend (`sym + addend` hashes the `Add` opcode, 0).
 fn data_reference(ctx: &Context, address: u64, out: &mut Vec<u8>) {
@@ -430,6 +430,10 @@ fn data_reference(ctx: &Context, address: u64, out: &mut Vec<u8>) {
         return push_integer(out, address);
     }
     match ctx.objects.containing(address) {
+        // Inside a jump table (`getJumpTableContainingAddress`): nothing, as at its start.
+        Some((name, offset))
+            if name.starts_with("JUMP_TABLE/") || ctx.jump_tables.contains(&(address - offset)) => {
+        }
         Some((_, 0)) | None => push_integer(out, address),
         Some((_, offset)) => {
             push_integer(out, address - offset);
