@@ -34,7 +34,8 @@ const GARBLED: &str = "@garbled@";
 
 /// create_llvm_prof 0.19 (Debian) prints some inlined callees' names from freed memory: a
 /// callsite line ` LOC: NAME:TOTAL` whose NAME has bytes outside printable ASCII, or is
-/// printable but one word with a byte no symbol name has (`p]`), gets [`GARBLED`] instead.
+/// printable but one word with a byte no symbol name has (`p]`) or a leading digit (`08m`),
+/// gets [`GARBLED`] instead.
 /// Returns the cleaned text and how many names were replaced.
 pub(crate) fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
     let mut out = Vec::with_capacity(bytes.len());
@@ -47,10 +48,12 @@ pub(crate) fn ungarble(bytes: &[u8]) -> (Vec<u8>, usize) {
         let last = line.iter().rposition(|&b| b == b':');
         let odd_word = |c: usize, l: usize| {
             let name = &line[c + 2..l];
+            // No symbol name starts with a digit (and llvm-profdata cannot read one that does).
             !name.contains(&b' ')
-                && !name
-                    .iter()
-                    .all(|&b| b.is_ascii_alphanumeric() || b"_.$".contains(&b))
+                && (name.first().is_some_and(u8::is_ascii_digit)
+                    || !name
+                        .iter()
+                        .all(|&b| b.is_ascii_alphanumeric() || b"_.$".contains(&b)))
         };
         match (printable, colon, last) {
             (p, Some(c), Some(l)) if indent > 0 && c + 2 < l && (!p || odd_word(c, l)) => {
@@ -595,15 +598,16 @@ fn errors_are_clear() {
     }
 }
 
-/// create_llvm_prof's freed-memory names may hold any byte, a newline included.
+/// create_llvm_prof's freed-memory names may hold any byte, a newline included, or start with
+/// a digit.
 #[test]
 fn ungarble_joins_a_name_split_by_a_newline() {
-    let text = b"f:10:1\n 1: 5\n 11: \xff\"X\nZ:7\n  1: 3\n";
+    let text = b"f:10:1\n 1: 5\n 11: \xff\"X\nZ:7\n  1: 3\n 0.7: 08m:4\n  1: 4\n";
     let (clean, replaced) = ungarble(text);
-    assert_eq!(replaced, 1);
+    assert_eq!(replaced, 2);
     assert_eq!(
         String::from_utf8(clean).unwrap(),
-        format!("f:10:1\n 1: 5\n 11: {GARBLED}:7\n  1: 3\n")
+        format!("f:10:1\n 1: 5\n 11: {GARBLED}:7\n  1: 3\n 0.7: {GARBLED}:4\n  1: 4\n")
     );
 }
 
