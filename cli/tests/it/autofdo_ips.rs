@@ -13,7 +13,7 @@ use std::process::Command;
 
 use crate::autofdo::{
     assert_equal_but_garbled, clang_program, create_llvm_prof_with, have_profgen_tools, have_tools,
-    normalized, test_lbr_in, ungarble,
+    normalized, test_lbr_in, ungarble_for,
 };
 use crate::common::*;
 use testsupport::*;
@@ -98,7 +98,7 @@ fn assert_equal_to_both_tools(binary: &Path, capture: &Path, dir: &Path, what: &
     let (theirs, mine) = (dir.join("cl-theirs.txt"), dir.join("cl-ours.txt"));
     create_llvm_prof_with(binary, capture, &theirs, &["--use_lbr=false"]);
     ours("autofdo", binary, capture, &mine);
-    let (clean, _) = ungarble(&std::fs::read(&theirs).unwrap());
+    let (clean, _) = ungarble_for(&std::fs::read(&theirs).unwrap(), binary);
     let clean_path = dir.join("cl-theirs-clean.txt");
     std::fs::write(&clean_path, clean).unwrap();
     let (a, c) = (normalized(&mine), normalized(&clean_path));
@@ -292,7 +292,7 @@ fn ip_samples_of_an_lbr_capture_equal_llvm_profgen_leading_ip_only() {
     }
     let theirs = d.join("cl-theirs.txt");
     create_llvm_prof_with(&binary, &capture, &theirs, &["--use_lbr=false"]);
-    let (clean, _) = ungarble(&std::fs::read(&theirs).unwrap());
+    let (clean, _) = ungarble_for(&std::fs::read(&theirs).unwrap(), &binary);
     let clean_path = d.join("cl-theirs-clean.txt");
     std::fs::write(&clean_path, clean).unwrap();
     let autofdo = |extra: &[&str], out: &Path| {
