@@ -1317,14 +1317,19 @@ mod tests {
             .collect()
     }
 
-    fn merged(inputs: &[(PathBuf, u64)], out: &Path) -> Vec<u8> {
-        let inputs: Vec<WeightedInput> = inputs
+    /// The merge's inputs: each path with its weight.
+    fn weighted(inputs: &[(PathBuf, u64)]) -> Vec<WeightedInput> {
+        inputs
             .iter()
             .map(|(path, weight)| WeightedInput {
                 path: path.clone(),
                 weight: *weight,
             })
-            .collect();
+            .collect()
+    }
+
+    fn merged(inputs: &[(PathBuf, u64)], out: &Path) -> Vec<u8> {
+        let inputs = weighted(inputs);
         merge_stores(&inputs, out).unwrap();
         std::fs::read(out).unwrap()
     }
@@ -1434,13 +1439,7 @@ mod tests {
 
     /// Merges with `tuning`; returns the output's bytes.
     fn merged_with(inputs: &[(PathBuf, u64)], out: &Path, tuning: MergeTuning) -> Vec<u8> {
-        let inputs: Vec<WeightedInput> = inputs
-            .iter()
-            .map(|(path, weight)| WeightedInput {
-                path: path.clone(),
-                weight: *weight,
-            })
-            .collect();
+        let inputs = weighted(inputs);
         merge_stores_with(&inputs, out, tuning).unwrap();
         std::fs::read(out).unwrap()
     }
@@ -1593,13 +1592,7 @@ mod tests {
             })
             .collect();
         let paths = write_partials(dir.path(), &partials);
-        let inputs: Vec<WeightedInput> = paths
-            .iter()
-            .map(|p| WeightedInput {
-                path: p.clone(),
-                weight: 1,
-            })
-            .collect();
+        let inputs = weighted(&paths.iter().map(|p| (p.clone(), 1)).collect::<Vec<_>>());
         let files = open_inputs(&inputs, usize::MAX).unwrap();
         let parts: Vec<(usize, usize)> = (0..files.len()).map(|i| (i, 0)).collect();
         const ROWS: u64 = 5_000;
@@ -1673,13 +1666,7 @@ mod tests {
         let small = profile("a", &[(1, 2, 3, 5)]);
         let paths = write_partials(d, &[vec![big], vec![small]]);
         let out = d.join("sum.pms");
-        let inputs: Vec<WeightedInput> = paths
-            .iter()
-            .map(|p| WeightedInput {
-                path: p.clone(),
-                weight: 1,
-            })
-            .collect();
+        let inputs = weighted(&paths.iter().map(|p| (p.clone(), 1)).collect::<Vec<_>>());
         let report = merge_stores(&inputs, &out).unwrap();
         assert!(report.saturated);
         let file = StoreFile::open(&out).unwrap();

@@ -396,14 +396,7 @@ impl<R: Row> BlockCursor<R> {
         let mut prev = self.prev;
         let mut stop = None;
         while self.left > 0 {
-            let at = u.pos;
-            let Some(row) = R::decode_from(&prev.unwrap_or_default(), &mut u) else {
-                return Err(self.row_error(bytes, at, prev));
-            };
-            if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
-                let offset = self.section.offset + at as u64;
-                return Err(self.section.error(offset, StoreErrorKind::Unsorted));
-            }
+            let row = self.decode_after(bytes, &mut u, prev)?;
             prev = Some(row);
             self.left -= 1;
             if !below(&row) {
@@ -418,6 +411,25 @@ impl<R: Row> BlockCursor<R> {
             return Err(self.section.error(self.offset(), StoreErrorKind::RowCount));
         }
         Ok(stop)
+    }
+
+    /// The row after `prev` at `u`'s position, checked to follow it.
+    #[inline(always)]
+    fn decode_after(
+        &self,
+        bytes: &[u8],
+        u: &mut BlockUleb<'_>,
+        prev: Option<R>,
+    ) -> Result<R, StoreError> {
+        let at = u.pos;
+        let Some(row) = R::decode_from(&prev.unwrap_or_default(), u) else {
+            return Err(self.row_error(bytes, at, prev));
+        };
+        if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
+            let offset = self.section.offset + at as u64;
+            return Err(self.section.error(offset, StoreErrorKind::Unsorted));
+        }
+        Ok(row)
     }
 
     /// The last row decoded, if any.
@@ -456,14 +468,7 @@ impl<R: Row> BlockCursor<R> {
         let mut u = BlockUleb::new(bytes, self.pos);
         let mut prev = self.prev;
         for _ in 0..n {
-            let at = u.pos;
-            let Some(row) = R::decode_from(&prev.unwrap_or_default(), &mut u) else {
-                return Err(self.row_error(bytes, at, prev));
-            };
-            if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
-                let offset = self.section.offset + at as u64;
-                return Err(self.section.error(offset, StoreErrorKind::Unsorted));
-            }
+            let row = self.decode_after(bytes, &mut u, prev)?;
             prev = Some(row);
             out.push(row);
         }
