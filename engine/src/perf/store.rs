@@ -1529,19 +1529,23 @@ mod tests {
         }
     }
 
+    /// A deterministic xorshift stream from `seed`: each call gives a value below its argument.
+    fn below(mut state: u64) -> impl FnMut(u64) -> u64 {
+        move |m| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        }
+    }
+
     /// Tables of many blocks, some inputs clustered on a few keys and others spread, merge as
     /// the reference does.
     #[test]
     fn multi_block_tables_merge_as_the_reference() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
+        let mut next = below(0x2545_f491_4f6c_dd1du64);
         let partials: Vec<Vec<StoredProfile>> = (0..4)
             .map(|i| {
                 let spread = if i % 2 == 0 { 100_000 } else { 300 };
@@ -1574,13 +1578,7 @@ mod tests {
     #[test]
     fn key_ranges_hold_about_the_rows_asked_for() {
         let dir = tempfile::tempdir().unwrap();
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15u64);
         const FAR: u64 = 1 << 40;
         let partials: Vec<Vec<StoredProfile>> = (0..10)
             .map(|i| {
