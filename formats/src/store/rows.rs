@@ -3,7 +3,7 @@
 //! all-zero row, so every block decodes alone). All arithmetic wraps, so every `u64` value
 //! round-trips, markers such as `u64::MAX` included.
 
-use crate::bytes::{write_uleb128, ReadError, ReadErrorKind, Reader};
+use crate::bytes::{ReadError, ReadErrorKind, Reader};
 
 use super::SectionKind;
 
@@ -133,6 +133,43 @@ impl Uleb for BlockUleb<'_> {
     }
 }
 
+/// One row's encoding, built on the stack and appended to the block at once: one capacity
+/// check per row rather than one per byte (the merge writes millions of rows).
+struct RowBytes {
+    bytes: [u8; 5 * 10],
+    len: usize,
+}
+
+impl Default for RowBytes {
+    #[inline(always)]
+    fn default() -> Self {
+        RowBytes {
+            bytes: [0; 5 * 10],
+            len: 0,
+        }
+    }
+}
+
+impl RowBytes {
+    /// Appends the minimal unsigned LEB128 encoding of `v` (at most ten bytes; a row has at
+    /// most five values).
+    #[inline(always)]
+    fn uleb(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.bytes[self.len] = v as u8 | 0x80;
+            self.len += 1;
+            v >>= 7;
+        }
+        self.bytes[self.len] = v as u8;
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn append_to(&self, block: &mut Vec<u8>) {
+        block.extend_from_slice(&self.bytes[..self.len]);
+    }
+}
+
 #[inline(always)]
 fn zigzag(v: u64) -> u64 {
     let v = v as i64;
@@ -148,12 +185,12 @@ fn unzigzag(v: u64) -> u64 {
 /// the second as a delta too when the first repeats, else relative to the first (zigzag),
 /// since a branch's target is usually near its source.
 #[inline(always)]
-fn encode_pair(out: &mut Vec<u8>, (a, b): (u64, u64), (prev_a, prev_b): (u64, u64)) {
-    write_uleb128(out, a.wrapping_sub(prev_a));
+fn encode_pair(out: &mut RowBytes, (a, b): (u64, u64), (prev_a, prev_b): (u64, u64)) {
+    out.uleb(a.wrapping_sub(prev_a));
     if a == prev_a {
-        write_uleb128(out, b.wrapping_sub(prev_b));
+        out.uleb(b.wrapping_sub(prev_b));
     } else {
-        write_uleb128(out, zigzag(b.wrapping_sub(a)));
+        out.uleb(zigzag(b.wrapping_sub(a)));
     }
 }
 
@@ -171,9 +208,9 @@ fn decode_pair<U: Uleb>(r: &mut U, (prev_a, prev_b): (u64, u64)) -> Option<(u64,
 
 /// The taken and mispredicted counts.
 #[inline(always)]
-fn encode_counts(out: &mut Vec<u8>, [count, mispreds]: [u64; 2]) {
-    write_uleb128(out, count);
-    write_uleb128(out, mispreds);
+fn encode_counts(out: &mut RowBytes, [count, mispreds]: [u64; 2]) {
+    out.uleb(count);
+    out.uleb(mispreds);
 }
 
 /// Reads what [`encode_counts`] wrote.
@@ -213,10 +250,13 @@ impl Row for TraceRow {
         [self.branch, self.from, self.to]
     }
     #[inline]
-    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
+    fn encode(&self, prev: &Self, block: &mut Vec<u8>) {
+        let mut out = RowBytes::default();
+        let out = &mut out;
         encode_pair(out, (self.branch, self.from), (prev.branch, prev.from));
-        write_uleb128(out, zigzag(self.to.wrapping_sub(self.from)));
+        out.uleb(zigzag(self.to.wrapping_sub(self.from)));
         encode_counts(out, self.counts());
+        out.append_to(block);
     }
     #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
@@ -269,9 +309,12 @@ impl Row for BranchRow {
         [self.from, self.to, 0]
     }
     #[inline]
-    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
+    fn encode(&self, prev: &Self, block: &mut Vec<u8>) {
+        let mut out = RowBytes::default();
+        let out = &mut out;
         encode_pair(out, (self.from, self.to), (prev.from, prev.to));
         encode_counts(out, self.counts());
+        out.append_to(block);
     }
     #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
@@ -319,9 +362,12 @@ impl Row for IpRow {
         [self.ip, 0, 0]
     }
     #[inline]
-    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
-        write_uleb128(out, self.ip.wrapping_sub(prev.ip));
-        write_uleb128(out, self.count);
+    fn encode(&self, prev: &Self, block: &mut Vec<u8>) {
+        let mut out = RowBytes::default();
+        let out = &mut out;
+        out.uleb(self.ip.wrapping_sub(prev.ip));
+        out.uleb(self.count);
+        out.append_to(block);
     }
     #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
@@ -370,12 +416,15 @@ impl Row for MemRow {
         [self.pc, self.addr, u64::from(self.in_binary)]
     }
     #[inline]
-    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
-        write_uleb128(out, self.pc.wrapping_sub(prev.pc));
+    fn encode(&self, prev: &Self, block: &mut Vec<u8>) {
+        let mut out = RowBytes::default();
+        let out = &mut out;
+        out.uleb(self.pc.wrapping_sub(prev.pc));
         let base = if self.pc == prev.pc { prev.addr } else { 0 };
-        write_uleb128(out, self.addr.wrapping_sub(base));
-        write_uleb128(out, u64::from(self.in_binary));
-        write_uleb128(out, self.count);
+        out.uleb(self.addr.wrapping_sub(base));
+        out.uleb(u64::from(self.in_binary));
+        out.uleb(self.count);
+        out.append_to(block);
     }
     #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
@@ -420,8 +469,11 @@ impl Row for ReturnRow {
         [self.addr, 0, 0]
     }
     #[inline]
-    fn encode(&self, prev: &Self, out: &mut Vec<u8>) {
-        write_uleb128(out, self.addr.wrapping_sub(prev.addr));
+    fn encode(&self, prev: &Self, block: &mut Vec<u8>) {
+        let mut out = RowBytes::default();
+        let out = &mut out;
+        out.uleb(self.addr.wrapping_sub(prev.addr));
+        out.append_to(block);
     }
     #[inline(always)]
     fn decode_from<U: Uleb>(prev: &Self, r: &mut U) -> Option<Self> {
@@ -440,7 +492,7 @@ impl Row for ReturnRow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bytes::Endian;
+    use crate::bytes::{write_uleb128, Endian};
 
     fn round_trip<R: Row>(rows: &[R]) {
         let mut out = Vec::new();
