@@ -459,6 +459,26 @@ impl MergeInput {
             read_exact_at(&file, &mut buf, offset)?;
             Ok(buf)
         };
+        // The index is the header and metadata at the start and the table of contents and
+        // trailer at the end: read each end once, not each part (a merge opens thousands).
+        let edge = |offset: u64| -> std::io::Result<(u64, Vec<u8>)> {
+            let mut bytes = vec![0; (len - offset).min(INDEX_EDGE) as usize];
+            read_exact_at(&file, &mut bytes, offset)?;
+            Ok((offset, bytes))
+        };
+        let ends = [edge(0), edge(len.saturating_sub(INDEX_EDGE))];
+        let ends = ends.map(|e| e.map_err(io_error(path))).into_iter();
+        let ends = ends.collect::<Result<Vec<_>>>()?;
+        let read = |offset: u64, n: usize| {
+            let inside = |(at, bytes): &(u64, Vec<u8>)| {
+                let from = usize::try_from(offset.checked_sub(*at)?).ok()?;
+                bytes.get(from..from.checked_add(n)?).map(<[u8]>::to_vec)
+            };
+            match ends.iter().find_map(inside) {
+                Some(bytes) => Ok(bytes),
+                None => read(offset, n),
+            }
+        };
         let index = StoreIndex::read(len, read).map_err(|e| match e {
             IndexError::Io(e) => io_error(path)(e),
             IndexError::Store(e) => Error::Store {
@@ -486,9 +506,13 @@ impl MergeInput {
     }
 }
 
+/// Bytes read at each end of an input for its index.
+const INDEX_EDGE: u64 = 4096;
+
 /// Opens every input: files stay open while the process may open more (leaving a margin for
 /// the output and whatever else the process needs); past that, inputs are reopened for each
-/// block they read, so any number of inputs merges under any `ulimit -n`.
+/// block they read, so any number of inputs merges under any `ulimit -n`. (On one thread:
+/// on two, opening a thousand inputs took 35-77 ms instead of 9-15 ms.)
 fn open_inputs(inputs: &[WeightedInput], keep_at_most: usize) -> Result<Vec<MergeInput>> {
     const MARGIN: usize = 32;
     let mut opened = Vec::with_capacity(inputs.len());
