@@ -602,10 +602,7 @@ struct MergeTuning {
 impl Default for MergeTuning {
     fn default() -> Self {
         MergeTuning {
-            range_rows: std::env::var("PM_RANGE")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(3 << 13),
+            range_rows: 3 << 13,
             open_files: usize::MAX,
             workers: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         }
