@@ -454,29 +454,26 @@ impl MergeInput {
         let path = &input.path;
         let file = File::open(path).map_err(io_error(path))?;
         let len = file.metadata().map_err(io_error(path))?.len();
-        let read = |offset: u64, len: usize| -> std::result::Result<Vec<u8>, IndexError> {
+        let read_file = |offset: u64, len: usize| -> std::io::Result<Vec<u8>> {
             let mut buf = vec![0; len];
             read_exact_at(&file, &mut buf, offset)?;
             Ok(buf)
         };
         // The index is the header and metadata at the start and the table of contents and
         // trailer at the end: read each end once, not each part (a merge opens thousands).
-        let edge = |offset: u64| -> std::io::Result<(u64, Vec<u8>)> {
-            let mut bytes = vec![0; (len - offset).min(INDEX_EDGE) as usize];
-            read_exact_at(&file, &mut bytes, offset)?;
-            Ok((offset, bytes))
-        };
-        let ends = [edge(0), edge(len.saturating_sub(INDEX_EDGE))];
-        let ends = ends.map(|e| e.map_err(io_error(path))).into_iter();
-        let ends = ends.collect::<Result<Vec<_>>>()?;
-        let read = |offset: u64, n: usize| {
+        let mut ends = Vec::with_capacity(2);
+        for at in [0, len.saturating_sub(INDEX_EDGE)] {
+            let n = (len - at).min(INDEX_EDGE) as usize;
+            ends.push((at, read_file(at, n).map_err(io_error(path))?));
+        }
+        let read = |offset: u64, n: usize| -> std::result::Result<Vec<u8>, IndexError> {
             let inside = |(at, bytes): &(u64, Vec<u8>)| {
                 let from = usize::try_from(offset.checked_sub(*at)?).ok()?;
                 bytes.get(from..from.checked_add(n)?).map(<[u8]>::to_vec)
             };
             match ends.iter().find_map(inside) {
                 Some(bytes) => Ok(bytes),
-                None => read(offset, n),
+                None => Ok(read_file(offset, n)?),
             }
         };
         let index = StoreIndex::read(len, read).map_err(|e| match e {
