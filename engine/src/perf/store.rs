@@ -860,10 +860,10 @@ fn key_hash([a, b, c]: [u64; 3]) -> u64 {
 }
 
 impl<R: Row> Sums<R> {
-    fn new() -> Self {
+    fn with_capacity(rows: usize) -> Self {
         Sums {
             table: hashbrown::HashTable::new(),
-            rows: Vec::new(),
+            rows: Vec::with_capacity(rows),
         }
     }
 
@@ -935,7 +935,11 @@ fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
                 let _ = spares.send(Vec::new());
             }
             let ends = &ends;
-            threads.push(scope.spawn(move || merge_group(files, group, ends, runs, spare_queue)));
+            // About the rows of a range that this group's parts hold (sums hold at most that).
+            let expected = tuning.range_rows as usize * group.len() / parts.len();
+            threads.push(
+                scope.spawn(move || merge_group(files, group, ends, expected, runs, spare_queue)),
+            );
             streams.push(RunStream::new(run_queue, spares));
         }
         let written = write_merged(w, binary, &mut streams);
@@ -1127,6 +1131,7 @@ fn merge_group<R: Row>(
     files: &[MergeInput],
     parts: &[(usize, usize)],
     ends: &[[u64; 3]],
+    expected: usize,
     runs: crossbeam_channel::Sender<Vec<R>>,
     spares: crossbeam_channel::Receiver<Vec<R>>,
 ) -> std::result::Result<bool, TableError> {
@@ -1135,9 +1140,14 @@ fn merge_group<R: Row>(
         .map(|&(i, b)| Cursor::new(&files[i], i, b))
         .collect();
     let mut saturated = false;
-    let mut sums = Sums::new();
-    let mut most = 0;
-    let mut scratch = SortScratch::default();
+    // Buffers sized once, for the rows a range is expected to hold and a margin: a buffer
+    // that grows moves to fresh pages, which cost this merge 4-10 % of its time when the
+    // buffers grew range by range (reserving touches no page: unused room costs nothing).
+    // The hash table is left to grow: one sized alike was slower (a larger table to clear
+    // and probe).
+    let mut most = expected;
+    let mut sums = Sums::with_capacity(most + most / 4);
+    let mut scratch = SortScratch::with_capacity(most + most / 4);
     for end in ends.iter().copied().map(Some).chain([None]) {
         for i in 0..cursors.len() {
             // Many inputs' blocks do not fit the cache: ask for the next ones early.
@@ -1177,6 +1187,15 @@ struct SortScratch<R> {
     order: Vec<u128>,
     /// The rows in key order, swapped with the run's.
     sorted: Vec<R>,
+}
+
+impl<R> SortScratch<R> {
+    fn with_capacity(rows: usize) -> Self {
+        SortScratch {
+            order: Vec::with_capacity(rows),
+            sorted: Vec::with_capacity(rows),
+        }
+    }
 }
 
 /// A key whose three columns fit 32 bits (`u64::MAX`, the marker of a trace without a
