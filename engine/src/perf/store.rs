@@ -840,11 +840,12 @@ impl<'a, R: Row> Cursor<'a, R> {
 ///
 /// The table's slot for a row is asked of the CPU one row ahead ([`Sums::add`] takes a row in
 /// and inserts the one before), so the probe rarely waits on the cache: 4 % less CPU for the
-/// merge of 1,000 partials than `hashbrown`'s table, whose three dependent loads per row (a
-/// control group, a slot, the row) were a fifth of the summing threads' samples.
+/// merge of 1,000 partials, in alternated runs, than `hashbrown`'s table, whose three
+/// dependent loads per row (a control group, a slot, the row) were a fifth of the summing
+/// threads' samples.
 struct Sums<R: Row> {
-    /// Per slot: the key hash's high half and the row's index plus one (0: empty; a range
-    /// holds far fewer than 2^32 - 1 rows). Linear probing; at most half full.
+    /// Per slot: the key hash's top [`TAG_BITS`] bits over the row's index plus one (0:
+    /// empty). Linear probing; at most half full.
     slots: Vec<u64>,
     rows: Vec<R>,
     /// The row taken but not inserted yet, and its key hash.
@@ -868,13 +869,25 @@ fn key_hash([a, b, c]: [u64; 3]) -> u64 {
     fold_mul(fold_mul(a ^ K[0], b ^ K[1]) ^ c, K[2])
 }
 
-/// A slot's tag: the hash's high half, in the slot's high half.
+/// Hash bits that a slot keeps to tell keys apart without reading their rows; the other 40
+/// bits index the rows (a range holds far fewer than 2^40).
+const TAG_BITS: u32 = 24;
+const INDEX_MASK: u64 = u64::MAX >> TAG_BITS;
+
+/// A slot's tag: the hash's top bits, in place.
 #[inline(always)]
 fn slot_tag(hash: u64) -> u64 {
-    hash & !u64::from(u32::MAX)
+    hash & !INDEX_MASK
+}
+
+/// The index of the row that an occupied slot holds.
+#[inline(always)]
+fn slot_row(slot: u64) -> usize {
+    ((slot & INDEX_MASK) - 1) as usize
 }
 
 impl<R: Row> Sums<R> {
+    /// Slots of a new table.
     const FIRST_SLOTS: usize = 1024;
 
     fn with_capacity(rows: usize) -> Self {
@@ -925,7 +938,7 @@ impl<R: Row> Sums<R> {
                 break;
             }
             if slot_tag(slot) == tag {
-                let i = (slot as u32 - 1) as usize;
+                let i = slot_row(slot);
                 if self.rows[i].packed_key() == key {
                     return self.rows[i].add_counts(&row);
                 }
@@ -947,7 +960,7 @@ impl<R: Row> Sums<R> {
         let old = std::mem::replace(&mut self.slots, slots);
         let mask = self.slots.len() - 1;
         for slot in old.into_iter().filter(|&s| s != 0) {
-            let hash = key_hash(self.rows[(slot as u32 - 1) as usize].packed_key());
+            let hash = key_hash(self.rows[slot_row(slot)].packed_key());
             let mut at = hash as usize & mask;
             while self.slots[at] != 0 {
                 at = (at + 1) & mask;
@@ -1204,10 +1217,9 @@ fn merge_group<R: Row>(
         .collect();
     let mut saturated = false;
     // Buffers sized once, for the rows a range is expected to hold and a margin: a buffer
-    // that grows moves to fresh pages, which cost this merge 4-10 % of its time when the
-    // buffers grew range by range (reserving touches no page: unused room costs nothing).
-    // The hash table is left to grow: one sized alike was slower (a larger table to clear
-    // and probe).
+    // that grows moves to fresh pages, which this host clears slowly (PERF.md), and reserving
+    // touches no page. The hash table starts small and grows: `hashbrown`'s, sized alike, was
+    // slower (a larger table to clear and probe).
     let mut most = expected;
     let mut sums = Sums::with_capacity(most + most / 4);
     let mut scratch = SortScratch::with_capacity(most + most / 4);

@@ -166,7 +166,7 @@ impl RowBytes {
 
     /// Appends the encoding to `block`: all of the buffer, then the tail dropped, since a
     /// copy of a fixed size is a few vector moves where one of `len` bytes was a call to
-    /// `memcpy` for each row (2.3 % of a merge's time).
+    /// `memcpy` for each row (2.3 % of a merge's samples; the fixed copy costs about a third).
     #[inline(always)]
     fn append_to(&self, block: &mut Vec<u8>) {
         let at = block.len();
