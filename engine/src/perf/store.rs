@@ -890,6 +890,7 @@ impl<R: Row> Sums<R> {
     /// Slots of a new table.
     const FIRST_SLOTS: usize = 1024;
 
+    /// Room for `rows` rows; the table itself starts at [`Self::FIRST_SLOTS`] and grows.
     fn with_capacity(rows: usize) -> Self {
         Sums {
             slots: vec![0; Self::FIRST_SLOTS],
