@@ -99,6 +99,19 @@ impl Cfg {
             .partition_point(|&o| o <= offset)
             .checked_sub(1)
     }
+
+    /// [`Cfg::block_containing`] for an offset known not to lie before block `from`'s start
+    /// (instructions walked in address order): found by moving on from `from`, which is
+    /// cheaper than a search when blocks hold a few instructions each.
+    pub(crate) fn block_containing_from(&self, offset: u64, from: usize) -> Option<usize> {
+        if offset >= self.size || self.offsets.get(from).is_none_or(|&o| o > offset) {
+            return None;
+        }
+        let ahead = self.offsets[from + 1..]
+            .iter()
+            .take_while(|&&o| o <= offset);
+        Some(from + ahead.count())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -773,6 +786,37 @@ fn add_edges(
         if falls_through && b + 1 < blocks.len() {
             blocks[b].successors.push(b + 1);
             blocks[b].falls_through = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Walking offsets in ascending order, moving on from the last block found finds what
+        /// the search finds, until the first offset in no block.
+        #[test]
+        fn moving_on_from_the_last_block_finds_what_the_search_finds(
+            mut starts in proptest::collection::btree_set(0u64..200, 1..12),
+            offsets in proptest::collection::btree_set(0u64..240, 0..60),
+        ) {
+            starts.insert(3);
+            let blocks = starts.iter().map(|&offset| Block { offset, ..Block::default() });
+            let cfg = Cfg::new(blocks.collect(), 220);
+            let mut from = 0;
+            for offset in offsets {
+                let searched = cfg.block_containing(offset);
+                let walked = cfg.block_containing_from(offset, from);
+                if searched.is_none() || walked.is_none() {
+                    // The walk ends at the first offset in no block, as the hashes' walk does.
+                    proptest::prop_assert_eq!(walked, searched);
+                    break;
+                }
+                proptest::prop_assert_eq!(walked, searched);
+                from = walked.unwrap();
+            }
         }
     }
 }

@@ -129,7 +129,9 @@ struct Hashed<'t> {
 /// The blocks' strings, built block after block as the function is decoded in address order:
 /// the opcode names of all blocks in one buffer, and each block's other two strings hashed as
 /// soon as the block ends (no buffer per block: a YAML profile hashes every profiled function).
-struct BlockStrings {
+/// One value can serve function after function ([`block_strings_into`]), its buffers kept.
+#[derive(Default)]
+pub(crate) struct BlockStrings {
     /// Every block's opcode names, block after block.
     names: Vec<u8>,
     /// Where each block's names start and end in `names`.
@@ -141,23 +143,48 @@ struct BlockStrings {
     /// The block being decoded, and its two strings so far.
     current: Option<usize>,
     full: Vec<u8>,
-    mnemonics: Vec<&'static str>,
+    mnemonics: Vec<(u128, &'static str)>,
     joined: Vec<u8>,
 }
 
+/// A mnemonic's first 16 bytes as a big-endian number, zero-padded: for mnemonics of at most
+/// 16 bytes (without NUL), the numbers sort as the strings do, and equal numbers are equal
+/// strings. Sorting a block's mnemonics by them avoids a `memcmp` per comparison.
+fn mnemonic_key(m: &str) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = m.len().min(16);
+    bytes[..n].copy_from_slice(&m.as_bytes()[..n]);
+    u128::from_be_bytes(bytes)
+}
+
+/// The order of two mnemonics with their keys ([`mnemonic_key`]): the strings are compared
+/// only when the keys cannot tell.
+fn mnemonic_order(a: &(u128, &str), b: &(u128, &str)) -> std::cmp::Ordering {
+    a.0.cmp(&b.0).then_with(|| match a.1.len().max(b.1.len()) {
+        0..=16 => std::cmp::Ordering::Equal,
+        _ => a.1.cmp(b.1),
+    })
+}
+
 impl BlockStrings {
-    fn new(blocks: usize) -> BlockStrings {
+    /// Empties the strings for a function of `blocks` blocks.
+    fn reset(&mut self, blocks: usize) {
         let empty = xxh3_64(b"");
-        BlockStrings {
-            names: Vec::new(),
-            name_ranges: vec![(0, 0); blocks],
-            full_hashes: vec![empty; blocks],
-            opcode_hashes: vec![empty; blocks],
-            current: None,
-            full: Vec::new(),
-            mnemonics: Vec::new(),
-            joined: Vec::new(),
-        }
+        self.names.clear();
+        self.name_ranges.clear();
+        self.name_ranges.resize(blocks, (0, 0));
+        self.full_hashes.clear();
+        self.full_hashes.resize(blocks, empty);
+        self.opcode_hashes.clear();
+        self.opcode_hashes.resize(blocks, empty);
+        self.current = None;
+        self.full.clear();
+        self.mnemonics.clear();
+    }
+
+    /// Adds a mnemonic to the current block's set.
+    fn add_mnemonic(&mut self, m: &'static str) {
+        self.mnemonics.push((mnemonic_key(m), m));
     }
 
     /// Moves on to block `b` (never backwards), hashing the strings of the block it leaves.
@@ -178,10 +205,10 @@ impl BlockStrings {
         self.name_ranges[b].1 = self.names.len();
         self.full_hashes[b] = xxh3_64(&self.full);
         self.full.clear();
-        self.mnemonics.sort_unstable();
-        self.mnemonics.dedup();
+        self.mnemonics.sort_unstable_by(mnemonic_order);
+        self.mnemonics.dedup_by(|a, b| mnemonic_order(a, b).is_eq());
         self.joined.clear();
-        for m in &self.mnemonics {
+        for (_, m) in &self.mnemonics {
             self.joined.extend_from_slice(m.as_bytes());
         }
         self.opcode_hashes[b] = xxh3_64(&self.joined);
@@ -191,6 +218,51 @@ impl BlockStrings {
     fn block_names(&self, b: usize) -> &[u8] {
         let (start, end) = self.name_ranges[b];
         &self.names[start..end]
+    }
+
+    /// The function's hashes, its hash taken over the blocks in `order` (layout order if
+    /// `None`).
+    pub(crate) fn hashes(&self, cfg: &Cfg, order: Option<&[usize]>) -> Hashes {
+        let mut all = xxhash_rust::xxh3::Xxh3::new();
+        match order {
+            Some(order) => order.iter().for_each(|&b| all.update(self.block_names(b))),
+            None => (0..cfg.blocks.len()).for_each(|b| all.update(self.block_names(b))),
+        }
+        let opcode_hashes = &self.opcode_hashes;
+        // Each block's neighbours' opcode hashes folded in BOLT's order: predecessors by taken
+        // edges in block order, then by fall-throughs in block order; successors as listed.
+        let mut pred = vec![0u64; cfg.blocks.len()];
+        for (i, b) in cfg.blocks.iter().enumerate() {
+            let taken = b.successors.len() - usize::from(b.falls_through);
+            for &s in &b.successors[..taken] {
+                pred[s] = hash_16_bytes(pred[s], opcode_hashes[i]);
+            }
+        }
+        for (i, b) in cfg.blocks.iter().enumerate() {
+            if let (true, Some(&s)) = (b.falls_through, b.successors.last()) {
+                pred[s] = hash_16_bytes(pred[s], opcode_hashes[i]);
+            }
+        }
+        let blocks = cfg
+            .blocks
+            .iter()
+            .enumerate()
+            .map(|(i, block)| {
+                let offset = block.offset & 0xffff;
+                let opcode = opcode_hashes[i] & 0xffff;
+                let instr = self.full_hashes[i] & 0xffff;
+                let succ = block
+                    .successors
+                    .iter()
+                    .fold(0u64, |acc, &n| hash_16_bytes(acc, opcode_hashes[n]))
+                    & 0xff;
+                offset | opcode << 16 | instr << 32 | (pred[i] & 0xff) << 48 | succ << 56
+            })
+            .collect();
+        Hashes {
+            function: all.digest(),
+            blocks,
+        }
     }
 }
 
@@ -208,93 +280,96 @@ pub fn hashes_in_order(
     v: Llvm,
     order: Option<&[usize]>,
 ) -> Result<Hashes, String> {
+    let mut strings = BlockStrings::default();
+    block_strings_into(ctx, f, cfg, v, |_| {}, &mut strings)?;
+    Ok(strings.hashes(cfg, order))
+}
+
+/// Decodes `f` once, block by block, into the strings BOLT hashes, and hands every decoded
+/// instruction to `each` (all of them, also those after the hashing had to stop: a caller
+/// that counts on instructions needs the whole function, and a second decode costs more
+/// than the hashing). The strings go to `strings`, whatever it held before. An error if an
+/// instruction is not in the table.
+pub(crate) fn block_strings_into(
+    ctx: &Context,
+    f: &Function,
+    cfg: &Cfg,
+    v: Llvm,
+    mut each: impl FnMut(&Instruction),
+    strings: &mut BlockStrings,
+) -> Result<(), String> {
     let code = ctx.functions.function_code(f);
-    let code = &code[..(f.size as usize).min(code.len())];
     let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
-    let mut strings = BlockStrings::new(cfg.blocks.len());
+    strings.reset(cfg.blocks.len());
+    // Instructions come in address order: each one's block is found moving on from the
+    // previous one's, not searched for.
+    let mut block = 0;
+    let mut hashing: Result<bool, String> = Ok(true);
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
         if ins.is_invalid() {
             break;
         }
-        let offset = ins.ip() - f.address;
-        let Some(b) = cfg.block_containing(offset) else {
-            break;
-        };
-        strings.enter(b);
-        if code.get(offset as usize) == Some(&0xf0) {
-            // LLVM's disassembler returns a `lock` prefix as an instruction of its own.
-            strings.names.extend_from_slice(b"LOCK_PREFIX");
-            strings.full.extend_from_slice(b"LOCK_PREFIX");
-            strings.mnemonics.push("lock");
-        }
-        let h = classify(f, cfg, &ins, v)?;
-        if h.skipped {
-            continue;
-        }
-        strings.names.extend_from_slice(h.name.as_bytes());
-        strings.full.extend_from_slice(h.name.as_bytes());
-        let offsets = decoder.get_constant_offsets(&ins);
-        let reloc_at = |has: bool, at: usize| {
-            has.then(|| ctx.relocations.get(&(ins.ip() + at as u64)))
-                .flatten()
-        };
-        // Only immediates: a PC-relative displacement hashes as without relocations (the
-        // BAT test checks both against llvm-bolt in relocation mode).
-        let reloc = reloc_at(offsets.has_immediate(), offsets.immediate_offset());
-        for op in h.ops {
-            operand(ctx, h.ins, *op, v, reloc, &mut strings.full);
-        }
-        if h.conditional {
-            strings.mnemonics.push("JMP");
-        } else if !h.name.starts_with("NOOP") {
-            strings.mnemonics.push(h.mnemonic);
+        each(&ins);
+        if hashing == Ok(true) {
+            let offset = ins.ip() - f.address;
+            hashing = match cfg.block_containing_from(offset, block) {
+                Some(b) => {
+                    block = b;
+                    let lock = code.get(offset as usize) == Some(&0xf0);
+                    add_instruction(ctx, f, cfg, v, (&decoder, &ins, lock), (b, strings))
+                }
+                // The hashed part of the function ends at the first instruction in no block.
+                None => Ok(false),
+            };
         }
     }
+    hashing?;
     strings.finish();
-    let mut all = xxhash_rust::xxh3::Xxh3::new();
-    match order {
-        Some(order) => order
-            .iter()
-            .for_each(|&b| all.update(strings.block_names(b))),
-        None => (0..cfg.blocks.len()).for_each(|b| all.update(strings.block_names(b))),
+    Ok(())
+}
+
+/// Adds one instruction of block `b` to the block's strings (`decoder` has just decoded
+/// `ins`, which starts with a `lock` prefix if `lock`).
+fn add_instruction(
+    ctx: &Context,
+    f: &Function,
+    cfg: &Cfg,
+    v: Llvm,
+    (decoder, ins, lock): (&Decoder, &Instruction, bool),
+    (b, strings): (usize, &mut BlockStrings),
+) -> Result<bool, String> {
+    strings.enter(b);
+    if lock {
+        // LLVM's disassembler returns a `lock` prefix as an instruction of its own.
+        strings.names.extend_from_slice(b"LOCK_PREFIX");
+        strings.full.extend_from_slice(b"LOCK_PREFIX");
+        strings.add_mnemonic("lock");
     }
-    let opcode_hashes = &strings.opcode_hashes;
-    // Each block's neighbours' opcode hashes folded in BOLT's order: predecessors by taken
-    // edges in block order, then by fall-throughs in block order; successors as listed.
-    let mut pred = vec![0u64; cfg.blocks.len()];
-    for (i, b) in cfg.blocks.iter().enumerate() {
-        let taken = b.successors.len() - usize::from(b.falls_through);
-        for &s in &b.successors[..taken] {
-            pred[s] = hash_16_bytes(pred[s], opcode_hashes[i]);
-        }
+    let h = classify(f, cfg, ins, v)?;
+    if h.skipped {
+        return Ok(true);
     }
-    for (i, b) in cfg.blocks.iter().enumerate() {
-        if let (true, Some(&s)) = (b.falls_through, b.successors.last()) {
-            pred[s] = hash_16_bytes(pred[s], opcode_hashes[i]);
-        }
+    strings.names.extend_from_slice(h.name.as_bytes());
+    strings.full.extend_from_slice(h.name.as_bytes());
+    let offsets = decoder.get_constant_offsets(ins);
+    let reloc_at = |has: bool, at: usize| {
+        has.then(|| ctx.relocations.get(&(ins.ip() + at as u64)))
+            .flatten()
+    };
+    // Only immediates: a PC-relative displacement hashes as without relocations (the
+    // BAT test checks both against llvm-bolt in relocation mode).
+    let reloc = reloc_at(offsets.has_immediate(), offsets.immediate_offset());
+    for op in h.ops {
+        operand(ctx, h.ins, *op, v, reloc, &mut strings.full);
     }
-    let hashes = cfg
-        .blocks
-        .iter()
-        .enumerate()
-        .map(|(i, block)| {
-            let offset = block.offset & 0xffff;
-            let opcode = opcode_hashes[i] & 0xffff;
-            let instr = strings.full_hashes[i] & 0xffff;
-            let succ = block
-                .successors
-                .iter()
-                .fold(0u64, |acc, &n| hash_16_bytes(acc, opcode_hashes[n]))
-                & 0xff;
-            offset | opcode << 16 | instr << 32 | (pred[i] & 0xff) << 48 | succ << 56
-        })
-        .collect();
-    Ok(Hashes {
-        function: all.digest(),
-        blocks: hashes,
-    })
+    if h.conditional {
+        strings.add_mnemonic("JMP");
+    } else if !h.name.starts_with("NOOP") {
+        strings.add_mnemonic(h.mnemonic);
+    }
+    Ok(true)
 }
 
 fn classify<'t>(
@@ -522,5 +597,29 @@ mod tests {
     fn hash_16_bytes_mixes_both_words() {
         assert_eq!(hash_16_bytes(0, 0), 0);
         assert_ne!(hash_16_bytes(1, 2), hash_16_bytes(2, 1));
+    }
+
+    proptest::proptest! {
+        /// The keyed sort and dedup of a block's mnemonics give what sorting the strings
+        /// gives, also for mnemonics longer than a key and sharing its 16 bytes.
+        #[test]
+        fn mnemonics_sort_by_key_as_strings_sort(
+            picks in proptest::collection::vec(0usize..10, 0..40)
+        ) {
+            const MNEMONICS: [&str; 10] = [
+                "mov", "movq", "movabsq", "lock", "JMP", "jmpl*", "vcvtneps2bf16",
+                "vpternlogq", "abcdefghijklmnopq", "abcdefghijklmnopr",
+            ];
+            let chosen: Vec<&'static str> = picks.iter().map(|&i| MNEMONICS[i]).collect();
+            let mut strings = BlockStrings::default();
+            chosen.iter().for_each(|m| strings.add_mnemonic(m));
+            strings.mnemonics.sort_unstable_by(mnemonic_order);
+            strings.mnemonics.dedup_by(|a, b| mnemonic_order(a, b).is_eq());
+            let keyed: Vec<&str> = strings.mnemonics.iter().map(|m| m.1).collect();
+            let mut expected = chosen;
+            expected.sort_unstable();
+            expected.dedup();
+            proptest::prop_assert_eq!(keyed, expected);
+        }
     }
 }

@@ -29,7 +29,7 @@ pub use bolted::{bat_profile, TableError};
 use std::collections::BTreeSet;
 
 use hashbrown::HashMap;
-use iced_x86::{ConditionCode, Decoder, DecoderOptions, FlowControl, Mnemonic, OpKind};
+use iced_x86::{ConditionCode, FlowControl, Instruction, Mnemonic, OpKind};
 use rayon::prelude::*;
 
 use formats::bolt::yaml;
@@ -82,7 +82,7 @@ struct Insn {
 /// A profiled function's counts on its CFG.
 struct Counted<'c> {
     cfg: &'c Cfg,
-    insns: Vec<Insn>,
+    insns: &'c [Insn],
     /// Per block, per successor (in the CFG's order): (count, mispredictions).
     edges: Vec<Vec<(u64, u64)>>,
     exec: Vec<u64>,
@@ -171,61 +171,99 @@ fn file_lines(fdata: &Fdata) -> HashMap<u32, Lines> {
     by_function
 }
 
-/// Decodes `f` into BOLT's instruction list (a `lock` prefix is an instruction of its own).
-fn instructions(functions: &Functions, f: &Function) -> Vec<Insn> {
-    let code = functions.function_code(f);
-    let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
-    let mut out = Vec::new();
-    for ins in &mut decoder {
-        if ins.is_invalid() {
-            break;
-        }
-        let mut offset = ins.ip() - f.address;
-        if code.get(offset as usize) == Some(&0xf0) {
-            out.push(Insn {
-                offset,
-                kind: Kind::Other,
-            });
-            offset += 1;
-        }
-        let direct = matches!(
-            ins.op0_kind(),
-            OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
-        );
-        let kind = match ins.flow_control() {
-            FlowControl::Call if direct => Kind::Call(ins.near_branch_target()),
-            FlowControl::Call | FlowControl::IndirectCall | FlowControl::IndirectBranch => {
-                Kind::Indirect
-            }
-            FlowControl::UnconditionalBranch if direct => {
-                if f.contains(ins.near_branch_target()) {
-                    Kind::Jump
-                } else {
-                    Kind::Call(ins.near_branch_target())
-                }
-            }
-            FlowControl::ConditionalBranch if direct => {
-                if f.contains(ins.near_branch_target()) {
-                    Kind::CondBranch(ins.condition_code())
-                } else {
-                    Kind::CondTailCall(ins.near_branch_target())
-                }
-            }
-            FlowControl::Next if ins.mnemonic() == Mnemonic::Nop => Kind::Nop,
-            FlowControl::Next => Kind::Other,
-            _ => Kind::End,
-        };
-        out.push(Insn { offset, kind });
+/// Appends `ins` (an instruction of `f`, whose bytes are `code`) to BOLT's instruction list,
+/// where a `lock` prefix is an instruction of its own.
+fn push_instruction(out: &mut Vec<Insn>, f: &Function, code: &[u8], ins: &Instruction) {
+    let mut offset = ins.ip() - f.address;
+    if code.get(offset as usize) == Some(&0xf0) {
+        out.push(Insn {
+            offset,
+            kind: Kind::Other,
+        });
+        offset += 1;
     }
-    out
+    let direct = matches!(
+        ins.op0_kind(),
+        OpKind::NearBranch16 | OpKind::NearBranch32 | OpKind::NearBranch64
+    );
+    let kind = match ins.flow_control() {
+        FlowControl::Call if direct => Kind::Call(ins.near_branch_target()),
+        FlowControl::Call | FlowControl::IndirectCall | FlowControl::IndirectBranch => {
+            Kind::Indirect
+        }
+        FlowControl::UnconditionalBranch if direct => {
+            if f.contains(ins.near_branch_target()) {
+                Kind::Jump
+            } else {
+                Kind::Call(ins.near_branch_target())
+            }
+        }
+        FlowControl::ConditionalBranch if direct => {
+            if f.contains(ins.near_branch_target()) {
+                Kind::CondBranch(ins.condition_code())
+            } else {
+                Kind::CondTailCall(ins.near_branch_target())
+            }
+        }
+        FlowControl::Next if ins.mnemonic() == Mnemonic::Nop => Kind::Nop,
+        FlowControl::Next => Kind::Other,
+        _ => Kind::End,
+    };
+    out.push(Insn { offset, kind });
+}
+
+/// What a record is made from, kept from function to function on each thread: the profile
+/// decodes every profiled function, and fresh buffers for each (fresh pages for the large ones)
+/// cost more than the reuse.
+#[derive(Default)]
+struct Decoded {
+    /// The function's instructions as BOLT lists them.
+    insns: Vec<Insn>,
+    /// Its block strings for the hashes, if it has hashes.
+    strings: hash::BlockStrings,
+    /// Why it has no hashes (an instruction outside the table).
+    unhashed: Option<String>,
+}
+
+thread_local! {
+    static DECODED: std::cell::RefCell<Decoded> = std::cell::RefCell::default();
+}
+
+/// Gives `make` `f`'s instructions and block strings, from one decode.
+fn with_decoded<R>(
+    ctx: &hash::Context,
+    f: &Function,
+    cfg: &Cfg,
+    make: impl FnOnce(&Decoded) -> R,
+) -> R {
+    DECODED.with_borrow_mut(|d| {
+        let code = ctx.functions.function_code(f);
+        let Decoded {
+            insns,
+            strings,
+            unhashed,
+        } = d;
+        insns.clear();
+        let each = |ins: &Instruction| push_instruction(insns, f, code, ins);
+        *unhashed = hash::block_strings_into(ctx, f, cfg, Llvm::V22, each, strings).err();
+        make(d)
+    })
+}
+
+impl Decoded {
+    fn hashes(&self, cfg: &Cfg, order: Option<&[usize]>) -> Option<hash::Hashes> {
+        self.unhashed
+            .is_none()
+            .then(|| self.strings.hashes(cfg, order))
+    }
 }
 
 impl<'c> Counted<'c> {
-    /// `f`'s CFG with no counts yet.
-    fn new(functions: &Functions, f: &Function, cfg: &'c Cfg) -> Counted<'c> {
+    /// `f`'s CFG with no counts yet, given its instructions.
+    fn new(cfg: &'c Cfg, insns: &'c [Insn]) -> Counted<'c> {
         Counted {
             cfg,
-            insns: instructions(functions, f),
+            insns,
             edges: cfg
                 .blocks
                 .iter()
@@ -593,7 +631,9 @@ fn with_records<R>(
         (true, true) => vec!["sample"],
         (true, false) => vec!["lbr"],
     };
-    consume(header, &profiled, &|i| maker.record(i))
+    let consumed = consume(header, &profiled, &|i| maker.record(i));
+    crate::io::drop_in_background((maker.into_parts(), lines, patterns));
+    consumed
 }
 
 /// Writes `profile` as [`yaml::write`] prints it, the functions formatted in parallel.
@@ -705,6 +745,19 @@ impl<'a> RecordMaker<'a> {
         }
     }
 
+    /// What the maker owns, for dropping (see [`crate::io::drop_in_background`]).
+    fn into_parts(self) -> impl Send + 'static {
+        let RecordMaker {
+            numbers,
+            found,
+            objects,
+            relocations,
+            call_sites,
+            ..
+        } = self;
+        (numbers, found, objects, relocations, call_sites)
+    }
+
     /// The record of function `i`.
     fn record(&self, i: u32) -> yaml::Function {
         let functions = self.fdata.functions;
@@ -731,13 +784,13 @@ impl<'a> RecordMaker<'a> {
         match self.found.bodies.get(&i) {
             Some(Body::Cfg(cfg)) if basic => {
                 record.nblocks = cfg.blocks.len() as u32;
-                record.hash = hash::hashes(&ctx, f, cfg, Llvm::V22).map_or(0, |h| h.function);
-                if self.use_dfs {
-                    let c = Counted::new(functions, f, cfg);
-                    let order = dfs_order(&c, &block_landing_pads(&c, f, sites));
-                    record.hash = hash::hashes_in_order(&ctx, f, cfg, Llvm::V22, Some(&order))
-                        .map_or(0, |h| h.function);
-                }
+                record.hash = with_decoded(&ctx, f, cfg, |d| {
+                    let order = self.use_dfs.then(|| {
+                        let c = Counted::new(cfg, &d.insns);
+                        dfs_order(&c, &block_landing_pads(&c, f, sites))
+                    });
+                    d.hashes(cfg, order.as_deref()).map_or(0, |h| h.function)
+                });
             }
             Some(Body::Cfg(cfg)) => {
                 let naming = Naming {
@@ -746,7 +799,9 @@ impl<'a> RecordMaker<'a> {
                     use_dfs: self.use_dfs,
                     bat: self.bat,
                 };
-                convert(&ctx, (i, f), cfg, l, &naming, sites, &mut record);
+                with_decoded(&ctx, f, cfg, |d| {
+                    convert(&ctx, (i, f), (cfg, d), l, &naming, sites, &mut record)
+                });
             }
             _ => {}
         }
@@ -763,11 +818,12 @@ struct Naming<'a> {
     bat: Option<&'a BatIndex<'a>>,
 }
 
-/// `YAMLProfileWriter::convert` of one function with a CFG.
+/// `YAMLProfileWriter::convert` of one function with a CFG, `decoded` as [`with_decoded`]
+/// gives it.
 fn convert(
     ctx: &hash::Context,
     (i, f): (u32, &Function),
-    cfg: &Cfg,
+    (cfg, decoded): (&Cfg, &Decoded),
     l: &Lines,
     naming: &Naming,
     sites: &[CallSite],
@@ -780,7 +836,7 @@ fn convert(
         bat,
     } = *naming;
     let functions = ctx.functions;
-    let mut c = Counted::new(functions, f, cfg);
+    let mut c = Counted::new(cfg, &decoded.insns);
     let secondary = entries.get(&i).map_or(&[][..], Vec::as_slice);
     for &(to, b) in &l.entries {
         if to > f.size {
@@ -834,7 +890,7 @@ fn convert(
     } else {
         (0..cfg.blocks.len()).collect()
     };
-    let hashes = hash::hashes_in_order(ctx, f, cfg, Llvm::V22, Some(&order)).ok();
+    let hashes = decoded.hashes(cfg, Some(&order));
     let mut index = vec![0u32; cfg.blocks.len()];
     for (n, &b) in order.iter().enumerate() {
         index[b] = n as u32;
