@@ -689,14 +689,16 @@ fn build(
     if let Some(l) = labels.iter().find(|&&l| !is_start(l)) {
         return Err(format!("branch target {l:#x} is inside an instruction"));
     }
-    let is_label = |offset: u64| labels.binary_search(&offset).is_ok();
+    // Every label is an instruction's start (checked above): walking both lists in order
+    // meets each one, without a search per instruction.
+    let mut labels_ahead = labels.iter().peekable();
     let mut blocks: Vec<Block> = Vec::new();
     // Per block: the kind of its last instruction, and its instructions' range in `insns`.
     let mut last_kind: Vec<Option<Kind>> = Vec::new();
     let mut members: Vec<std::ops::Range<usize>> = Vec::new();
     let mut open = false;
     for (n, insn) in insns.iter().enumerate() {
-        if is_label(insn.offset) {
+        if labels_ahead.next_if_eq(&&insn.offset).is_some() {
             blocks.push(Block::at(insn.offset));
             last_kind.push(None);
             members.push(n..n);

@@ -151,10 +151,11 @@ pub(crate) struct BlockStrings {
 /// 16 bytes (without NUL), the numbers sort as the strings do, and equal numbers are equal
 /// strings. Sorting a block's mnemonics by them avoids a `memcmp` per comparison.
 fn mnemonic_key(m: &str) -> u128 {
-    let mut bytes = [0u8; 16];
-    let n = m.len().min(16);
-    bytes[..n].copy_from_slice(&m.as_bytes()[..n]);
-    u128::from_be_bytes(bytes)
+    // Byte by byte: a copy of a variable length is a call to `memcpy`.
+    let bytes = m.as_bytes().iter().take(16);
+    bytes
+        .enumerate()
+        .fold(0, |key, (i, &b)| key | u128::from(b) << (8 * (15 - i)))
 }
 
 /// The order of two mnemonics with their keys ([`mnemonic_key`]): the strings are compared

@@ -84,7 +84,11 @@ struct Counted<'c> {
     cfg: &'c Cfg,
     insns: &'c [Insn],
     /// Per block, per successor (in the CFG's order): (count, mispredictions).
-    edges: Vec<Vec<(u64, u64)>>,
+    edges: Vec<(u64, u64)>,
+    /// Where each block's successors' counts start in `edges` (one more entry than blocks).
+    edge_starts: Vec<usize>,
+    /// Where each block's instructions start in `insns` (one more entry than blocks).
+    insn_starts: Vec<usize>,
     exec: Vec<u64>,
     function_exec: u64,
     /// Per instruction offset: the direct call's count, or the conditional tail call's
@@ -261,14 +265,30 @@ impl Decoded {
 impl<'c> Counted<'c> {
     /// `f`'s CFG with no counts yet, given its instructions.
     fn new(cfg: &'c Cfg, insns: &'c [Insn]) -> Counted<'c> {
+        // All blocks' edges in one list rather than a list per block.
+        let ends = cfg.blocks.iter().scan(0, |end, b| {
+            *end += b.successors.len();
+            Some(*end)
+        });
+        let edge_starts: Vec<usize> = std::iter::once(0).chain(ends).collect();
+        // Each block's first instruction, and the end of the last block's, found in one walk.
+        let bounds = (cfg.blocks.iter().map(|b| b.offset)).chain(std::iter::once(cfg.size));
+        let mut first = 0;
+        let insn_starts = bounds
+            .map(|bound| {
+                first += insns[first..]
+                    .iter()
+                    .take_while(|i| i.offset < bound)
+                    .count();
+                first
+            })
+            .collect();
         Counted {
             cfg,
             insns,
-            edges: cfg
-                .blocks
-                .iter()
-                .map(|b| vec![(0, 0); b.successors.len()])
-                .collect(),
+            edges: vec![(0, 0); edge_starts[cfg.blocks.len()]],
+            edge_starts,
+            insn_starts,
             exec: vec![0; cfg.blocks.len()],
             function_exec: 0,
             call_counts: HashMap::new(),
@@ -283,17 +303,15 @@ impl<'c> Counted<'c> {
             .map(|i| &self.insns[i])
     }
 
-    /// The instructions of block `b`.
+    /// The instructions of block `b`: from its start to the next block's (or the function's
+    /// end).
     fn block_insns(&self, b: usize) -> &[Insn] {
-        let start = self.cfg.blocks[b].offset;
-        let end = self
-            .cfg
-            .blocks
-            .get(b + 1)
-            .map_or(self.cfg.size, |n| n.offset);
-        let lo = self.insns.partition_point(|i| i.offset < start);
-        let hi = self.insns.partition_point(|i| i.offset < end);
-        &self.insns[lo..hi]
+        &self.insns[self.insn_starts[b]..self.insn_starts[b + 1]]
+    }
+
+    /// The (count, mispredictions) of block `b`'s successors, in the CFG's order.
+    fn block_edges(&self, b: usize) -> &[(u64, u64)] {
+        &self.edges[self.edge_starts[b]..self.edge_starts[b + 1]]
     }
 
     fn edge(&mut self, from: usize, to: usize) -> Option<&mut (u64, u64)> {
@@ -301,7 +319,7 @@ impl<'c> Counted<'c> {
             .successors
             .iter()
             .position(|&s| s == to)?;
-        Some(&mut self.edges[from][k])
+        Some(&mut self.edges[self.edge_starts[from] + k])
     }
 
     /// `DataReader::recordBranch` (the count goes on the edge; false if it matches no edge).
@@ -594,35 +612,30 @@ fn with_records<R>(
     if let Some(events) = &fdata.basic_events {
         header.events = events.join(",");
     }
-    let lines = if basic {
-        fdata
-            .samples
-            .keys()
-            .map(|&(f, _)| (f, Lines::default()))
-            .collect()
-    } else {
-        with_intra(file_lines(fdata), intra)
-    };
-    let mut profiled: Vec<u32> = lines.keys().copied().collect();
-    profiled.sort_unstable();
     let functions = fdata.functions;
     let mut touched = touched;
     let patterns =
         (touched.as_mut()).map_or_else(HashMap::new, |t| std::mem::take(&mut t.patterns));
-    let find = || match touched {
+    // The binary's facts depend on no line: found while the lines are filed (both phases
+    // leave a core idle at times).
+    let (lines, facts): (HashMap<u32, Lines>, _) = rayon::join(
+        || match basic {
+            true => (fdata.samples.keys())
+                .map(|&(f, _)| (f, Lines::default()))
+                .collect(),
+            false => with_intra(file_lines(fdata), intra),
+        },
+        || BinaryFacts::of(data, functions, &patterns),
+    );
+    let mut profiled: Vec<u32> = lines.keys().copied().collect();
+    profiled.sort_unstable();
+    let found = match touched {
         Some(t) if profiled.iter().all(|i| t.indices.binary_search(i).is_ok()) => {
             finish_touched(functions, t)
         }
         _ => bodies(functions, &profiled, true),
     };
-    let maker = RecordMaker::new(
-        fdata,
-        data,
-        (find, &patterns),
-        &lines,
-        options.use_dfs,
-        None,
-    );
+    let maker = RecordMaker::new(fdata, (facts, found), &lines, options.use_dfs, None);
     // The flags of the functions with a profile and blocks (none: `[  ]`).
     let any = (profiled.iter())
         .any(|i| matches!(maker.found.bodies.get(i), Some(Body::Cfg(c)) if !c.blocks.is_empty()));
@@ -690,7 +703,11 @@ fn cfg_records(
     use_dfs: bool,
     bat: Option<&BatIndex>,
 ) -> (Vec<yaml::Function>, Bodies) {
-    let maker = RecordMaker::new(fdata, data, (find, &HashMap::new()), lines, use_dfs, bat);
+    // The data objects (a disassembly of every function) do not depend on the CFGs.
+    let (found, facts) = rayon::join(find, || {
+        BinaryFacts::of(data, fdata.functions, &HashMap::new())
+    });
+    let maker = RecordMaker::new(fdata, (facts, found), lines, use_dfs, bat);
     let records = profiled.par_iter().map(|&i| maker.record(i)).collect();
     (records, maker.found)
 }
@@ -699,8 +716,30 @@ fn cfg_records(
 /// function's instructions allow.
 type Patterns = HashMap<u32, Vec<(super::indirect::Pattern, usize)>>;
 
-/// What making a function's record needs: the CFGs, the binary's data objects, relocations
-/// and call sites (for the hashes and the landing pads), and BOLT's function numbers.
+/// What the hashes and the landing pads need of the binary, whatever the profile: its data
+/// objects, relocations and call sites.
+struct BinaryFacts {
+    objects: DataObjects,
+    relocations: std::collections::BTreeMap<u64, hash::Relocation>,
+    call_sites: std::collections::HashMap<u64, Vec<CallSite>>,
+}
+
+impl BinaryFacts {
+    /// The facts of the ELF file `data`, the jump tables of functions already disassembled
+    /// taken from `patterns`.
+    fn of(data: &[u8], functions: &Functions, patterns: &Patterns) -> BinaryFacts {
+        BinaryFacts {
+            objects: DataObjects::from_elf_knowing(data, functions, patterns),
+            relocations: hash::relocations(data),
+            call_sites: object::File::parse(data)
+                .map(|file| super::eh::call_sites(&file))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// What making a function's record needs: the CFGs, the binary's facts, and BOLT's function
+/// numbers.
 struct RecordMaker<'a> {
     fdata: &'a Fdata<'a>,
     lines: &'a HashMap<u32, Lines>,
@@ -716,22 +755,17 @@ struct RecordMaker<'a> {
 impl<'a> RecordMaker<'a> {
     fn new(
         fdata: &'a Fdata<'a>,
-        data: &[u8],
-        (find, patterns): (impl FnOnce() -> Bodies + Send, &Patterns),
+        (facts, found): (BinaryFacts, Bodies),
         lines: &'a HashMap<u32, Lines>,
         use_dfs: bool,
         bat: Option<&'a BatIndex<'a>>,
     ) -> RecordMaker<'a> {
         let functions = fdata.functions;
-        // The data objects (a disassembly of every function) do not depend on the CFGs.
-        let (found, (objects, relocations, call_sites)) = rayon::join(find, || {
-            let objects = DataObjects::from_elf_knowing(data, functions, patterns);
-            let relocations = hash::relocations(data);
-            let call_sites = object::File::parse(data)
-                .map(|file| super::eh::call_sites(&file))
-                .unwrap_or_default();
-            (objects, relocations, call_sites)
-        });
+        let BinaryFacts {
+            objects,
+            relocations,
+            call_sites,
+        } = facts;
         RecordMaker {
             fdata,
             lines,
@@ -926,7 +960,7 @@ fn convert(
     let mut incoming = vec![0u64; cfg.blocks.len()];
     for (b, block) in cfg.blocks.iter().enumerate() {
         for (k, &s) in block.successors.iter().enumerate() {
-            incoming[s] = incoming[s].wrapping_add(c.edges[b][k].0);
+            incoming[s] = incoming[s].wrapping_add(c.block_edges(b)[k].0);
         }
     }
     for &b in &order {
@@ -986,7 +1020,10 @@ fn convert(
                 _ => {}
             }
         }
-        let outgoing = c.edges[b].iter().fold(0u64, |a, e| a.wrapping_add(e.0));
+        let outgoing = c
+            .block_edges(b)
+            .iter()
+            .fold(0u64, |a, e| a.wrapping_add(e.0));
         // `convert` writes every entry point, secondary ones too.
         let keep = !out.calls.is_empty()
             || b == 0
@@ -1000,7 +1037,7 @@ fn convert(
         out.succ = block
             .successors
             .iter()
-            .zip(&c.edges[b])
+            .zip(c.block_edges(b))
             .map(|(&s, &(count, mispreds))| yaml::Succ {
                 bid: index[s],
                 count,
