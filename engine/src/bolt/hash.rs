@@ -26,7 +26,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::cfg::Cfg;
 use super::functions::{Function, Functions};
 use super::memory::DataObjects;
-use super::x86::{self, Llvm, McOp};
+use super::x86::{self, AsmName, Llvm, McOp};
 
 /// What the operand hashes need to know of the binary: where data objects are, and which
 /// addresses are jump tables (BOLT leaves both function and jump-table references out).
@@ -118,7 +118,7 @@ fn push_integer(out: &mut Vec<u8>, mut v: u64) {
 struct Hashed<'t> {
     /// Opcode name, after BOLT's rewrites (tail calls, short conditional branches).
     name: &'static str,
-    mnemonic: &'static str,
+    mnemonic: AsmName,
     ops: &'static [McOp],
     ins: &'t Instruction,
     /// Left out of both strings (an unconditional jump inside the function).
@@ -143,28 +143,8 @@ pub(crate) struct BlockStrings {
     /// The block being decoded, and its two strings so far.
     current: Option<usize>,
     full: Vec<u8>,
-    mnemonics: Vec<(u128, &'static str)>,
+    mnemonics: Vec<AsmName>,
     joined: Vec<u8>,
-}
-
-/// A mnemonic's first 16 bytes as a big-endian number, zero-padded: for mnemonics of at most
-/// 16 bytes (without NUL), the numbers sort as the strings do, and equal numbers are equal
-/// strings. Sorting a block's mnemonics by them avoids a `memcmp` per comparison.
-fn mnemonic_key(m: &str) -> u128 {
-    // Byte by byte: a copy of a variable length is a call to `memcpy`.
-    let bytes = m.as_bytes().iter().take(16);
-    bytes
-        .enumerate()
-        .fold(0, |key, (i, &b)| key | u128::from(b) << (8 * (15 - i)))
-}
-
-/// The order of two mnemonics with their keys ([`mnemonic_key`]): the strings are compared
-/// only when the keys cannot tell.
-fn mnemonic_order(a: &(u128, &str), b: &(u128, &str)) -> std::cmp::Ordering {
-    a.0.cmp(&b.0).then_with(|| match a.1.len().max(b.1.len()) {
-        0..=16 => std::cmp::Ordering::Equal,
-        _ => a.1.cmp(b.1),
-    })
 }
 
 impl BlockStrings {
@@ -183,9 +163,15 @@ impl BlockStrings {
         self.mnemonics.clear();
     }
 
+    /// Sorts the current block's mnemonics and removes repeated ones.
+    fn finish_mnemonics(&mut self) {
+        self.mnemonics.sort_unstable_by(AsmName::order);
+        self.mnemonics.dedup_by(|a, b| a.order(b).is_eq());
+    }
+
     /// Adds a mnemonic to the current block's set.
-    fn add_mnemonic(&mut self, m: &'static str) {
-        self.mnemonics.push((mnemonic_key(m), m));
+    fn add_mnemonic(&mut self, m: AsmName) {
+        self.mnemonics.push(m);
     }
 
     /// Moves on to block `b` (never backwards), hashing the strings of the block it leaves.
@@ -206,11 +192,10 @@ impl BlockStrings {
         self.name_ranges[b].1 = self.names.len();
         self.full_hashes[b] = xxh3_64(&self.full);
         self.full.clear();
-        self.mnemonics.sort_unstable_by(mnemonic_order);
-        self.mnemonics.dedup_by(|a, b| mnemonic_order(a, b).is_eq());
+        self.finish_mnemonics();
         self.joined.clear();
-        for (_, m) in &self.mnemonics {
-            self.joined.extend_from_slice(m.as_bytes());
+        for m in &self.mnemonics {
+            self.joined.extend_from_slice(m.text.as_bytes());
         }
         self.opcode_hashes[b] = xxh3_64(&self.joined);
         self.mnemonics.clear();
@@ -305,6 +290,9 @@ pub(crate) fn block_strings_into(
     // Instructions come in address order: each one's block is found moving on from the
     // previous one's, not searched for.
     let mut block = 0;
+    // Most binaries have no relocation in most functions: their instructions need no search.
+    let end = f.address.saturating_add(f.size);
+    let relocated = ctx.relocations.range(f.address..end).next().is_some();
     let mut hashing: Result<bool, String> = Ok(true);
     let mut ins = Instruction::default();
     while decoder.can_decode() {
@@ -319,7 +307,8 @@ pub(crate) fn block_strings_into(
                 Some(b) => {
                     block = b;
                     let lock = code.get(offset as usize) == Some(&0xf0);
-                    add_instruction(ctx, f, cfg, v, (&decoder, &ins, lock), (b, strings))
+                    let decoded = (&decoder, &ins, lock, relocated);
+                    add_instruction(ctx, f, cfg, v, decoded, (b, strings))
                 }
                 // The hashed part of the function ends at the first instruction in no block.
                 None => Ok(false),
@@ -332,13 +321,14 @@ pub(crate) fn block_strings_into(
 }
 
 /// Adds one instruction of block `b` to the block's strings (`decoder` has just decoded
-/// `ins`, which starts with a `lock` prefix if `lock`).
+/// `ins`, which starts with a `lock` prefix if `lock`; `relocated` if the function holds a
+/// relocation).
 fn add_instruction(
     ctx: &Context,
     f: &Function,
     cfg: &Cfg,
     v: Llvm,
-    (decoder, ins, lock): (&Decoder, &Instruction, bool),
+    (decoder, ins, lock, relocated): (&Decoder, &Instruction, bool, bool),
     (b, strings): (usize, &mut BlockStrings),
 ) -> Result<bool, String> {
     strings.enter(b);
@@ -346,7 +336,7 @@ fn add_instruction(
         // LLVM's disassembler returns a `lock` prefix as an instruction of its own.
         strings.names.extend_from_slice(b"LOCK_PREFIX");
         strings.full.extend_from_slice(b"LOCK_PREFIX");
-        strings.add_mnemonic("lock");
+        strings.add_mnemonic(const { AsmName::new("lock") });
     }
     let h = classify(f, cfg, ins, v)?;
     if h.skipped {
@@ -354,19 +344,20 @@ fn add_instruction(
     }
     strings.names.extend_from_slice(h.name.as_bytes());
     strings.full.extend_from_slice(h.name.as_bytes());
-    let offsets = decoder.get_constant_offsets(ins);
-    let reloc_at = |has: bool, at: usize| {
-        has.then(|| ctx.relocations.get(&(ins.ip() + at as u64)))
-            .flatten()
-    };
     // Only immediates: a PC-relative displacement hashes as without relocations (the
     // BAT test checks both against llvm-bolt in relocation mode).
-    let reloc = reloc_at(offsets.has_immediate(), offsets.immediate_offset());
+    let reloc = relocated
+        .then(|| decoder.get_constant_offsets(ins))
+        .filter(|offsets| offsets.has_immediate())
+        .and_then(|offsets| {
+            let at = ins.ip() + offsets.immediate_offset() as u64;
+            ctx.relocations.get(&at)
+        });
     for op in h.ops {
         operand(ctx, h.ins, *op, v, reloc, &mut strings.full);
     }
     if h.conditional {
-        strings.add_mnemonic("JMP");
+        strings.add_mnemonic(const { AsmName::new("JMP") });
     } else if !h.name.starts_with("NOOP") {
         strings.add_mnemonic(h.mnemonic);
     }
@@ -398,7 +389,7 @@ fn classify<'t>(
             } else {
                 // A tail call: BOLT rewrites it to the 4-byte form and keeps it.
                 name = "JMP_4";
-                mnemonic = "jmp";
+                mnemonic = const { AsmName::new("jmp") };
             }
         }
         FlowControl::IndirectBranch
@@ -410,7 +401,7 @@ fn classify<'t>(
             // An indirect tail call: BOLT rewrites it to the 32-bit forms' opcodes (whose
             // asm string is `jmp{l}\t{*}$dst`); other indirect jumps keep theirs.
             name = if form.mem { "JMP32m" } else { "JMP32r" };
-            mnemonic = "jmpl*";
+            mnemonic = const { AsmName::new("jmpl*") };
         }
         _ => {}
     }
@@ -613,10 +604,9 @@ mod tests {
             ];
             let chosen: Vec<&'static str> = picks.iter().map(|&i| MNEMONICS[i]).collect();
             let mut strings = BlockStrings::default();
-            chosen.iter().for_each(|m| strings.add_mnemonic(m));
-            strings.mnemonics.sort_unstable_by(mnemonic_order);
-            strings.mnemonics.dedup_by(|a, b| mnemonic_order(a, b).is_eq());
-            let keyed: Vec<&str> = strings.mnemonics.iter().map(|m| m.1).collect();
+            chosen.iter().for_each(|m| strings.add_mnemonic(AsmName::new(m)));
+            strings.finish_mnemonics();
+            let keyed: Vec<&str> = strings.mnemonics.iter().map(|m| m.text).collect();
             let mut expected = chosen;
             expected.sort_unstable();
             expected.dedup();

@@ -80,6 +80,38 @@ pub(crate) enum McOp {
     Unknown,
 }
 
+/// An AT&T mnemonic with its sort key: the first 16 bytes as a big-endian number,
+/// zero-padded. For mnemonics of at most 16 bytes (without NUL) the keys sort as the strings
+/// do and equal keys are equal strings, so a block's mnemonics sort without a `memcmp` per
+/// comparison; the keys of the table's mnemonics are computed when the table is compiled.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AsmName {
+    pub key: u128,
+    pub text: &'static str,
+}
+
+impl AsmName {
+    pub(crate) const fn new(text: &'static str) -> AsmName {
+        let bytes = text.as_bytes();
+        let mut key = 0u128;
+        let mut i = 0;
+        while i < 16 && i < bytes.len() {
+            key |= (bytes[i] as u128) << (8 * (15 - i));
+            i += 1;
+        }
+        AsmName { key, text }
+    }
+
+    /// The strings' order, compared only when the keys cannot tell.
+    pub(crate) fn order(&self, other: &AsmName) -> std::cmp::Ordering {
+        let long = self.text.len().max(other.text.len()) > 16;
+        match self.key.cmp(&other.key) {
+            std::cmp::Ordering::Equal if long => self.text.cmp(other.text),
+            keys => keys,
+        }
+    }
+}
+
 /// One row of the generated table.
 pub(crate) struct Form {
     pub code: Code,
@@ -88,8 +120,8 @@ pub(crate) struct Form {
     pub variant: u8,
     pub name: &'static str,
     pub name19: &'static str,
-    pub mnemonic: &'static str,
-    pub mnemonic19: &'static str,
+    pub mnemonic: AsmName,
+    pub mnemonic19: AsmName,
     pub ops: &'static [McOp],
     pub ops19: &'static [McOp],
     /// The representative encoding the row was derived from (re-checked by the tests).
@@ -121,11 +153,11 @@ pub(crate) const fn row(
             Some(n) => n,
             None => name,
         },
-        mnemonic,
-        mnemonic19: match mnemonic19 {
+        mnemonic: AsmName::new(mnemonic),
+        mnemonic19: AsmName::new(match mnemonic19 {
             Some(m) => m,
             None => mnemonic,
-        },
+        }),
         ops,
         ops19: match ops19 {
             Some(o) => o,
@@ -137,7 +169,7 @@ pub(crate) const fn row(
 
 impl Form {
     /// The opcode name, operands and mnemonic of LLVM `v`.
-    pub(crate) fn of(&self, v: Llvm) -> (&'static str, &'static [McOp], &'static str) {
+    pub(crate) fn of(&self, v: Llvm) -> (&'static str, &'static [McOp], AsmName) {
         match v {
             Llvm::V19 => (self.name19, self.ops19, self.mnemonic19),
             Llvm::V22 => (self.name, self.ops, self.mnemonic),
