@@ -293,6 +293,7 @@ pub(crate) fn block_strings_into(
     // Most binaries have no relocation in most functions: their instructions need no search.
     let end = f.address.saturating_add(f.size);
     let relocated = ctx.relocations.range(f.address..end).next().is_some();
+    // `Ok(false)` once an instruction lies in no block: the hashed part has ended.
     let mut hashing: Result<bool, String> = Ok(true);
     let mut ins = Instruction::default();
     while decoder.can_decode() {
@@ -301,14 +302,14 @@ pub(crate) fn block_strings_into(
             break;
         }
         each(&ins);
-        if hashing == Ok(true) {
+        if matches!(hashing, Ok(true)) {
             let offset = ins.ip() - f.address;
             hashing = match cfg.block_containing_from(offset, block) {
                 Some(b) => {
                     block = b;
                     let lock = code.get(offset as usize) == Some(&0xf0);
                     let decoded = (&decoder, &ins, lock, relocated);
-                    add_instruction(ctx, f, cfg, v, decoded, (b, strings))
+                    add_instruction(ctx, f, cfg, v, decoded, (b, strings)).map(|()| true)
                 }
                 // The hashed part of the function ends at the first instruction in no block.
                 None => Ok(false),
@@ -330,7 +331,7 @@ fn add_instruction(
     v: Llvm,
     (decoder, ins, lock, relocated): (&Decoder, &Instruction, bool, bool),
     (b, strings): (usize, &mut BlockStrings),
-) -> Result<bool, String> {
+) -> Result<(), String> {
     strings.enter(b);
     if lock {
         // LLVM's disassembler returns a `lock` prefix as an instruction of its own.
@@ -340,7 +341,7 @@ fn add_instruction(
     }
     let h = classify(f, cfg, ins, v)?;
     if h.skipped {
-        return Ok(true);
+        return Ok(());
     }
     strings.names.extend_from_slice(h.name.as_bytes());
     strings.full.extend_from_slice(h.name.as_bytes());
@@ -361,7 +362,7 @@ fn add_instruction(
     } else if !h.name.starts_with("NOOP") {
         strings.add_mnemonic(h.mnemonic);
     }
-    Ok(true)
+    Ok(())
 }
 
 fn classify<'t>(

@@ -233,7 +233,8 @@ thread_local! {
     static DECODED: std::cell::RefCell<Decoded> = std::cell::RefCell::default();
 }
 
-/// Gives `make` `f`'s instructions and block strings, from one decode.
+/// Gives `make` `f`'s instructions and block strings, from one decode. `make` must not start
+/// parallel work: a record stolen onto this thread meanwhile would find the buffers borrowed.
 fn with_decoded<R>(
     ctx: &hash::Context,
     f: &Function,
@@ -255,6 +256,7 @@ fn with_decoded<R>(
 }
 
 impl Decoded {
+    /// The function's hashes (see [`hash::BlockStrings::hashes`]), if it has any.
     fn hashes(&self, cfg: &Cfg, order: Option<&[usize]>) -> Option<hash::Hashes> {
         self.unhashed
             .is_none()

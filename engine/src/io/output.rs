@@ -233,6 +233,34 @@ mod tests {
         write_atomically(path, |out| out.write_all(text.as_bytes()))
     }
 
+    proptest::proptest! {
+        // Each case formats a few MB in several batches: a few dozen cases suffice.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+
+        /// Whatever the items' sizes (the batches follow the bytes per item), the text is
+        /// every item formatted in order.
+        #[test]
+        fn formatted_batches_write_the_items_in_order(
+            sizes in proptest::collection::vec(0usize..3000, 0..2500),
+            seed in 0u8..255,
+        ) {
+            let items: Vec<(usize, u8)> =
+                sizes.iter().enumerate().map(|(i, &n)| (n, seed ^ i as u8)).collect();
+            let format = |chunk: &[(usize, u8)], text: &mut Vec<u8>| {
+                for &(n, b) in chunk {
+                    text.extend(std::iter::repeat_n(b, n));
+                    text.push(b'\n');
+                }
+                Ok(())
+            };
+            let mut written = Vec::new();
+            write_formatted(&mut written, &items, format).unwrap();
+            let mut expected = Vec::new();
+            format(&items, &mut expected).unwrap();
+            proptest::prop_assert!(written == expected);
+        }
+    }
+
     fn leftovers(dir: &Path) -> Vec<String> {
         let names = std::fs::read_dir(dir)
             .unwrap()
