@@ -15,7 +15,7 @@ pub use progress::{NoProgress, Progress};
 /// profile's CFGs and filed lines are millions of small allocations (0.16 s to free for the
 /// 40,000 functions of the YAML benchmark, PERF.md), and a command that exits right after
 /// never waits for them. If no thread can be started, `value` is dropped here.
-pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
+pub fn drop_in_background<T: Send + 'static>(value: T) {
     let _ = std::thread::Builder::new()
         .name("drop".into())
         .spawn(move || drop(value));
