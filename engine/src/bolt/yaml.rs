@@ -225,8 +225,8 @@ struct Decoded {
     insns: Vec<Insn>,
     /// Its block strings for the hashes, if it has hashes.
     strings: hash::BlockStrings,
-    /// Why it has no hashes (an instruction outside the table).
-    unhashed: Option<String>,
+    /// Whether it has hashes (none if an instruction is outside the table).
+    hashed: bool,
 }
 
 thread_local! {
@@ -246,11 +246,11 @@ fn with_decoded<R>(
         let Decoded {
             insns,
             strings,
-            unhashed,
+            hashed,
         } = d;
         insns.clear();
         let each = |ins: &Instruction| push_instruction(insns, f, code, ins);
-        *unhashed = hash::block_strings_into(ctx, f, cfg, Llvm::V22, each, strings).err();
+        *hashed = hash::block_strings_into(ctx, f, cfg, Llvm::V22, each, strings).is_ok();
         make(d)
     })
 }
@@ -258,9 +258,7 @@ fn with_decoded<R>(
 impl Decoded {
     /// The function's hashes (see [`hash::BlockStrings::hashes`]), if it has any.
     fn hashes(&self, cfg: &Cfg, order: Option<&[usize]>) -> Option<hash::Hashes> {
-        self.unhashed
-            .is_none()
-            .then(|| self.strings.hashes(cfg, order))
+        self.hashed.then(|| self.strings.hashes(cfg, order))
     }
 }
 
@@ -621,11 +619,14 @@ fn with_records<R>(
     // The binary's facts depend on no line: found while the lines are filed (both phases
     // leave a core idle at times).
     let (lines, facts): (HashMap<u32, Lines>, _) = rayon::join(
-        || match basic {
-            true => (fdata.samples.keys())
-                .map(|&(f, _)| (f, Lines::default()))
-                .collect(),
-            false => with_intra(file_lines(fdata), intra),
+        || {
+            if basic {
+                (fdata.samples.keys())
+                    .map(|&(f, _)| (f, Lines::default()))
+                    .collect()
+            } else {
+                with_intra(file_lines(fdata), intra)
+            }
         },
         || BinaryFacts::of(data, functions, &patterns),
     );
