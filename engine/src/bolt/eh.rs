@@ -2,7 +2,7 @@
 //! `.gcc_except_table`, whose call-site table names the landing pads. BOLT starts a basic block
 //! at every landing pad and never treats one as a call's continuation.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use formats::bytes::{Endian, Reader};
 use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, Pointer, UnwindSection};

@@ -18,12 +18,13 @@
 //!   point there (see [`Function::entries`]; `cfg` adds those that other functions' references
 //!   create).
 
-use std::collections::HashMap;
+use hashbrown::{HashMap, HashSet};
 use std::path::Path;
 
 use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, OpKind};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
 
+use super::start_index::StartIndex;
 use crate::error::{Error, Result};
 
 /// A function as BOLT discovers it from the ELF symbol table, in the binary's own addresses.
@@ -61,12 +62,17 @@ impl Function {
     }
 }
 
+/// An executable section: address, size, name and bytes.
+type CodeSection<'a> = (u64, u64, String, &'a [u8]);
+
 /// Sorted, non-overlapping functions of one binary and the bytes of its executable sections.
 pub struct Functions {
     functions: Vec<Function>,
     /// (address, max_end) of each function, apart from the functions so that address lookups
     /// stay in cache.
     ranges: Vec<(u64, u64)>,
+    /// Where in `ranges` each block of the address space starts.
+    range_index: StartIndex,
     /// (address, bytes) of each allocated section with file data: code to disassemble and
     /// read-only data holding jump tables.
     sections: Vec<Section>,
@@ -113,11 +119,11 @@ impl Functions {
                     .into(),
             ));
         }
-        let code: Vec<(u64, u64, String, Vec<u8>)> = file
+        let code: Vec<CodeSection> = file
             .sections()
             .filter(|s| s.kind() == SectionKind::Text)
             .map(|s| {
-                let bytes = s.data().map(<[u8]>::to_vec).unwrap_or_default();
+                let bytes = s.data().unwrap_or(&[]);
                 (
                     s.address(),
                     s.size(),
@@ -179,11 +185,13 @@ impl Functions {
                 })
             })
             .collect();
-        let ranges = functions.iter().map(|f| (f.address, f.max_end)).collect();
+        let ranges: Vec<(u64, u64)> = functions.iter().map(|f| (f.address, f.max_end)).collect();
+        let range_index = StartIndex::new(ranges.iter().map(|r| r.0));
         let numbers = creation_numbers(&functions, &plt_order, &untyped_code_symbols(&file, &code));
         Ok(Functions {
             functions,
             ranges,
+            range_index,
             sections,
             numbers,
         })
@@ -213,9 +221,8 @@ impl Functions {
     /// Index of the function whose max-size range contains `addr` (BOLT's
     /// `getBinaryFunctionContainingAddress(addr, CheckPastEnd=false, UseMaxSize=true)`).
     pub fn index_containing(&self, addr: u64) -> Option<usize> {
-        let i = self
-            .ranges
-            .partition_point(|&(start, _)| start <= addr)
+        let i = (self.range_index)
+            .partition_point(|i| self.ranges[i].0, addr)
             .checked_sub(1)?;
         (addr < self.ranges[i].1).then_some(i)
     }
@@ -271,7 +278,7 @@ impl Functions {
 /// points of assembly files without `.type`: BOLT makes functions of them too (cargo's blake3
 /// assembly has eleven), which take function numbers; they are not modelled as functions here
 /// otherwise (no profile seen so far lands in one).
-fn untyped_code_symbols(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> Vec<u64> {
+fn untyped_code_symbols(file: &object::File, code: &[CodeSection]) -> Vec<u64> {
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
     let mut out: Vec<u64> = file
         .symbols()
@@ -325,7 +332,7 @@ fn creation_numbers(functions: &[Function], plt_order: &[u64], untyped: &[u64]) 
 }
 
 /// Functions from the symbol table, named as BOLT names them.
-fn symbol_functions(file: &object::File, code: &[(u64, u64, String, Vec<u8>)]) -> Vec<Function> {
+fn symbol_functions(file: &object::File, code: &[CodeSection]) -> Vec<Function> {
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
     // BOLT walks the defined, named symbols in address order (stable for ties), uniquifying
     // every local name on the way.
@@ -450,7 +457,7 @@ fn fragment_parent(name: &str) -> Option<&str> {
 /// own file — the symbol right after the fragment's (where BOLT puts the fragments it
 /// splits off), else any of that file's locals — and failing that the global. Other functions
 /// of the parent's name are not split: BOLT builds their CFGs.
-fn fragment_parents(file: &object::File) -> std::collections::HashSet<u64> {
+fn fragment_parents(file: &object::File) -> HashSet<u64> {
     struct Sym<'a> {
         name: &'a str,
         global: bool,
@@ -476,7 +483,7 @@ fn fragment_parents(file: &object::File) -> std::collections::HashSet<u64> {
             e.0 += 1;
         }
     }
-    let mut parents = std::collections::HashSet::new();
+    let mut parents = HashSet::new();
     for (i, s) in table.iter().enumerate() {
         let Some(parent) = fragment_parent(s.name).filter(|_| !s.file) else {
             continue;
@@ -540,7 +547,7 @@ fn local_parent_in_file<T>(
 fn fde_functions(
     fdes: &[(u64, u64)],
     known: &[Function],
-    code: &[(u64, u64, String, Vec<u8>)],
+    code: &[CodeSection],
     marked: &[u64],
 ) -> Vec<Function> {
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
@@ -592,11 +599,7 @@ const PLT_SECTIONS: [(&str, u64); 4] = [
 /// the resolver function at its addend. A section with no function at its start (the lazy
 /// `.plt` header, `push GOT+8; jmp *GOT+16`) gets `__BOLT_PSEUDO_<section>`, one nominal entry
 /// long. `symbols` are the symbol-table functions, which keep their own name at a stub address.
-fn plt_functions(
-    file: &object::File,
-    code: &[(u64, u64, String, Vec<u8>)],
-    symbols: &[Function],
-) -> Vec<Function> {
+fn plt_functions(file: &object::File, code: &[CodeSection], symbols: &[Function]) -> Vec<Function> {
     let mut got_names: HashMap<u64, String> = HashMap::new();
     let dynsyms: Vec<String> = file
         .dynamic_symbols()
@@ -710,11 +713,7 @@ fn stub_slot(bytes: &[u8], addr: u64, mut entry: u64, first: bool) -> (Option<u6
 /// an entry point, up to the first symbol BOLT does not tolerate inside a body
 /// (`isSymbolValidInScope`): tolerated are symbols of size 0 and local symbols without a type
 /// (`STT_NOTYPE`).
-fn add_symbol_entries(
-    file: &object::File,
-    functions: &mut [Function],
-    code: &[(u64, u64, String, Vec<u8>)],
-) {
+fn add_symbol_entries(file: &object::File, functions: &mut [Function], code: &[CodeSection]) {
     // The symbols BOLT keeps (`FileSymRefs`) that may lie in code: defined, in an allocated
     // section, not files or sections, not at address 0.
     // (address, tolerated anywhere, tolerated inside the function's size)
@@ -762,7 +761,7 @@ fn add_symbol_entries(
 }
 
 /// Max size: up to the next function or the end of the section; a 0-size symbol takes it all.
-fn assign_max_ends(functions: &mut [Function], code: &[(u64, u64, String, Vec<u8>)]) {
+fn assign_max_ends(functions: &mut [Function], code: &[CodeSection]) {
     let starts: Vec<u64> = functions.iter().map(|f| f.address).collect();
     for (i, f) in functions.iter_mut().enumerate() {
         let section_end = code

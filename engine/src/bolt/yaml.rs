@@ -724,7 +724,7 @@ type Patterns = HashMap<u32, Vec<(super::indirect::Pattern, usize)>>;
 struct BinaryFacts {
     objects: DataObjects,
     relocations: std::collections::BTreeMap<u64, hash::Relocation>,
-    call_sites: std::collections::HashMap<u64, Vec<CallSite>>,
+    call_sites: HashMap<u64, Vec<CallSite>>,
 }
 
 impl BinaryFacts {
@@ -750,7 +750,7 @@ struct RecordMaker<'a> {
     found: Bodies,
     objects: DataObjects,
     relocations: std::collections::BTreeMap<u64, hash::Relocation>,
-    call_sites: std::collections::HashMap<u64, Vec<CallSite>>,
+    call_sites: HashMap<u64, Vec<CallSite>>,
     use_dfs: bool,
     bat: Option<&'a BatIndex<'a>>,
 }
