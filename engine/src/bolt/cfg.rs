@@ -344,7 +344,26 @@ pub(crate) fn disassemble(functions: &Functions, f: &Function) -> Result<Disasse
     if f.size >= u64::from(NO_TARGET) {
         return Err(Body::NoCfg("larger than 4 GiB".into()));
     }
-    let instructions = decode(f, code).map_err(Body::NoCfg)?;
+    INSTRUCTIONS.with_borrow_mut(|instructions| {
+        decode(f, code, instructions).map_err(Body::NoCfg)?;
+        Ok(disassembled(functions, f, code, instructions))
+    })
+}
+
+thread_local! {
+    /// A function's iced instructions, reused by the thread's next function: they are held
+    /// only while the function is disassembled, and growing a fresh vector for each function
+    /// was most of the memory this phase allocated.
+    static INSTRUCTIONS: std::cell::RefCell<Vec<Instruction>> = std::cell::RefCell::default();
+}
+
+/// What phase two needs of `f`'s `instructions`.
+fn disassembled(
+    functions: &Functions,
+    f: &Function,
+    code: &[u8],
+    instructions: &[Instruction],
+) -> Disassembled {
     let dispatches = instructions
         .iter()
         .enumerate()
@@ -363,8 +382,8 @@ pub(crate) fn disassemble(functions: &Functions, f: &Function) -> Result<Disasse
         unsupported: false,
         unsupported_targets: Vec::new(),
     };
-    find_references(functions, f, &instructions, &mut d);
-    Ok(d)
+    find_references(functions, f, instructions, &mut d);
+    d
 }
 
 /// BOLT's `disassemble` view of what an instruction refers to: a direct branch or call to an
@@ -546,9 +565,9 @@ fn tail_calls(cfg: &Cfg, insns: &[Insn], sites: &[Site]) -> (Vec<u64>, bool) {
 const LOCK: u8 = 0xf0;
 
 /// Linear disassembly; an error says why the function is not simple.
-fn decode(f: &Function, code: &[u8]) -> Result<Vec<Instruction>, String> {
+fn decode(f: &Function, code: &[u8], decoded: &mut Vec<Instruction>) -> Result<(), String> {
     let mut decoder = Decoder::with_ip(64, code, f.address, DecoderOptions::NONE);
-    let mut decoded: Vec<Instruction> = Vec::new();
+    decoded.clear();
     while decoder.can_decode() {
         let pos = decoder.position();
         let ins = decoder.decode();
@@ -561,7 +580,7 @@ fn decode(f: &Function, code: &[u8]) -> Result<Vec<Instruction>, String> {
         }
         decoded.push(ins);
     }
-    Ok(decoded)
+    Ok(())
 }
 
 /// Whether LLVM's disassembler (BOLT's) decodes `ins`: iced also knows a few VIA PadLock and

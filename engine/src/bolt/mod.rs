@@ -46,6 +46,7 @@ pub mod indirect;
 pub mod loaded;
 pub(crate) mod memory;
 pub mod preagg_legacy;
+mod start_index;
 pub mod x86;
 pub mod yaml;
 pub mod yaml_merge;
@@ -350,34 +351,7 @@ fn analyse_touched(
 ) -> Touched {
     let translated =
         |i: usize| bat.is_some_and(|b| b.translation.fragment(functions.get(i).address).is_some());
-    // Functions holding a range's start: those that need a CFG.
-    let mut starts: Vec<u32> = profile
-        .traces
-        .par_iter()
-        .filter(|((_, _, to), _)| *to != BR_ONLY)
-        .filter_map(|((_, from, _), _)| functions.index_containing(*from))
-        .filter(|&i| !translated(i))
-        .map(|i| i as u32)
-        .collect();
-    starts.par_sort_unstable();
-    starts.dedup();
-    // Functions holding any branch's source or target, whose references count too, translated
-    // or not: perf2bolt disassembles a translated function as well, and its jump into another
-    // function's middle makes a secondary entry there (OpenSSL's assembly in a BOLTed binary).
-    let mut touched: Vec<u32> = profile
-        .traces
-        .par_iter()
-        .flat_map_iter(|&((branch, from, to), _)| {
-            let to = (to != BR_ONLY).then_some(to);
-            [Some(branch), Some(from), to]
-                .into_iter()
-                .flatten()
-                .filter_map(|a| functions.index_containing(a))
-        })
-        .map(|i| i as u32)
-        .collect();
-    touched.par_sort_unstable();
-    touched.dedup();
+    let (starts, touched) = touched_functions(profile, functions, &translated);
     let mut phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)> = touched
         .par_iter()
         .copied()
@@ -425,6 +399,61 @@ fn analyse_touched(
         entries,
         patterns,
     }
+}
+
+/// The functions that need a CFG (holding a range's start, but those `translated`) and those
+/// the profile touches (holding any branch's source or target, whose references count too,
+/// translated or not: perf2bolt disassembles a translated function as well, and its jump into
+/// another function's middle makes a secondary entry there, as OpenSSL's assembly in a BOLTed
+/// binary does). Both ascending. Marked in two bit sets per thread: a list of every trace's
+/// functions to sort would be three entries per trace.
+fn touched_functions(
+    profile: &BinaryProfile,
+    functions: &Functions,
+    translated: &(impl Fn(usize) -> bool + Sync),
+) -> (Vec<u32>, Vec<u32>) {
+    let words = functions.len().div_ceil(64);
+    let empty = || (vec![0u64; words], vec![0u64; words]);
+    let mark = |set: &mut [u64], i: usize| set[i / 64] |= 1 << (i % 64);
+    // Large pieces: each starts with its own pair of sets.
+    let (starts, touched) = (profile.traces.par_iter().with_min_len(1 << 14))
+        .fold(
+            empty,
+            |(mut starts, mut touched), &((branch, from, to), _)| {
+                let to = (to != BR_ONLY).then_some(to);
+                let from_function = functions.index_containing(from);
+                if let (Some(i), Some(_)) = (from_function, to) {
+                    if !translated(i) {
+                        mark(&mut starts, i);
+                    }
+                }
+                let others = [functions.index_containing(branch), from_function];
+                let to_function = to.and_then(|to| functions.index_containing(to));
+                for i in others.into_iter().chain([to_function]).flatten() {
+                    mark(&mut touched, i);
+                }
+                (starts, touched)
+            },
+        )
+        .reduce(empty, |(mut s, mut t), (s2, t2)| {
+            s.iter_mut().zip(s2).for_each(|(a, b)| *a |= b);
+            t.iter_mut().zip(t2).for_each(|(a, b)| *a |= b);
+            (s, t)
+        });
+    (members(&starts), members(&touched))
+}
+
+/// The indices of a bit set's members, ascending.
+fn members(set: &[u64]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, &word) in set.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            out.push((w * 64) as u32 + rest.trailing_zeros());
+            rest &= rest - 1;
+        }
+    }
+    out
 }
 
 /// The second phase of `phase_one`'s functions, in parallel: each CFG finished with the jump
