@@ -24,8 +24,12 @@ use std::path::Path;
 use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, OpKind};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use super::start_index::StartIndex;
 use crate::error::{Error, Result};
+use crate::io::InputBytes;
 
 /// A function as BOLT discovers it from the ELF symbol table, in the binary's own addresses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,6 +66,23 @@ impl Function {
     }
 }
 
+/// A section's bytes: a copy, or a range of the loaded file itself (a large binary's
+/// sections are tens of megabytes, which a copy takes as fresh pages).
+enum SectionBytes {
+    Copied(Vec<u8>),
+    InFile(Arc<InputBytes>, Range<usize>),
+}
+
+impl std::ops::Deref for SectionBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            SectionBytes::Copied(bytes) => bytes,
+            SectionBytes::InFile(file, range) => &file[range.clone()],
+        }
+    }
+}
+
 /// An executable section: address, size, name and bytes.
 type CodeSection<'a> = (u64, u64, String, &'a [u8]);
 
@@ -82,7 +103,7 @@ pub struct Functions {
 
 struct Section {
     address: u64,
-    bytes: Vec<u8>,
+    bytes: SectionBytes,
     executable: bool,
     /// `SHF_WRITE`: BOLT does not follow a fixed branch through a writable pointer.
     writable: bool,
@@ -101,6 +122,35 @@ impl Functions {
     /// `allow_stripped` (perf2bolt's `--allow-stripped`): its functions are then the PLT
     /// entries and the FDEs of `.eh_frame`.
     pub fn from_elf_with(path: &Path, data: &[u8], allow_stripped: bool) -> Result<Functions> {
+        Self::from_elf_keeping(path, data, allow_stripped, |bytes| {
+            SectionBytes::Copied(bytes.to_vec())
+        })
+    }
+
+    /// [`Functions::from_elf_with`] of a loaded `file`, whose sections' bytes it keeps a
+    /// share of instead of copying them.
+    pub(crate) fn from_shared_elf(
+        path: &Path,
+        file: &Arc<InputBytes>,
+        allow_stripped: bool,
+    ) -> Result<Functions> {
+        let whole: &[u8] = file;
+        Self::from_elf_keeping(path, whole, allow_stripped, |bytes| {
+            // A section's data is a range of the file (object reads no compressed data here).
+            let start = (bytes.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
+            match start.checked_add(bytes.len()) {
+                Some(end) if end <= whole.len() => SectionBytes::InFile(file.clone(), start..end),
+                _ => SectionBytes::Copied(bytes.to_vec()),
+            }
+        })
+    }
+
+    fn from_elf_keeping(
+        path: &Path,
+        data: &[u8],
+        allow_stripped: bool,
+        keep: impl Fn(&[u8]) -> SectionBytes,
+    ) -> Result<Functions> {
         let bad = |message: String| Error::Binary {
             path: path.to_path_buf(),
             message,
@@ -178,7 +228,7 @@ impl Functions {
             .filter_map(|s| {
                 Some(Section {
                     address: s.address(),
-                    bytes: s.data().ok()?.to_vec(),
+                    bytes: keep(s.data().ok()?),
                     executable: s.kind() == SectionKind::Text,
                     writable: matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
                         if sh_flags & u64::from(object::elf::SHF_WRITE) != 0),
@@ -331,6 +381,14 @@ fn creation_numbers(functions: &[Function], plt_order: &[u64], untyped: &[u64]) 
     numbers
 }
 
+/// `name/n`, BOLT's unique name for the `n`th local symbol called `name` (without the
+/// formatting machinery: a large binary has a few hundred thousand local symbols).
+pub(crate) fn numbered(mut name: String, n: u32) -> String {
+    name.push('/');
+    name.push_str(itoa::Buffer::new().format(n));
+    name
+}
+
 /// Functions from the symbol table, named as BOLT names them.
 fn symbol_functions(file: &object::File, code: &[CodeSection]) -> Vec<Function> {
     let in_code = |addr: u64| code.iter().any(|(s, n, _, _)| addr >= *s && addr < s + n);
@@ -338,16 +396,16 @@ fn symbol_functions(file: &object::File, code: &[CodeSection]) -> Vec<Function> 
     // every local name on the way.
     // The file each local symbol follows in the table (BOLT's `SymbolToFileName`; it ignores
     // LTO's artificial `ld-temp.o`, and the file stays current across global symbols).
-    let mut file_of: HashMap<object::SymbolIndex, String> = HashMap::new();
-    let mut current_file: Option<String> = None;
+    let mut file_of: HashMap<object::SymbolIndex, &str> = HashMap::new();
+    let mut current_file: Option<&str> = None;
     for s in file.symbols() {
         let name = s.name().unwrap_or_default();
         if s.kind() == SymbolKind::File {
             if name != "ld-temp.o" {
-                current_file = Some(name.to_owned());
+                current_file = Some(name);
             }
-        } else if let (Some(f), false) = (&current_file, s.is_global()) {
-            file_of.insert(s.index(), f.clone());
+        } else if let (Some(f), false) = (current_file, s.is_global()) {
+            file_of.insert(s.index(), f);
         }
     }
     // BOLT also walks section symbols, named after their sections, and makes a function of
@@ -376,9 +434,9 @@ fn symbol_functions(file: &object::File, code: &[CodeSection]) -> Vec<Function> 
     // BOLT's `NameResolver`: one counter per name, alternative names included.
     let mut counts: HashMap<String, u32> = HashMap::new();
     let mut uniquify = |name: String| {
-        let n = counts.entry(name.clone()).or_default();
+        let n = counts.entry_ref(name.as_str()).or_insert(0);
         *n += 1;
-        format!("{name}/{n}")
+        numbered(name, *n)
     };
     let mut functions: Vec<Function> = Vec::new();
     for (sym, section) in symbols {

@@ -1,6 +1,7 @@
 //! A binary loaded for symbolization, and one binary's profile written as fdata from it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::bolt::bat::Translation;
@@ -18,7 +19,7 @@ pub struct LoadedBinary {
     path: PathBuf,
     /// Mapped when large: a copy costs fresh pages (the kernel clearing them), and symbolizing
     /// reads only the functions the profile touches.
-    data: InputBytes,
+    data: Arc<InputBytes>,
     functions: Functions,
     /// A BOLTed binary's address translation tables (`llvm-bolt --enable-bat`).
     bat: Option<Translation>,
@@ -36,8 +37,8 @@ impl LoadedBinary {
     /// (see [`Functions::from_elf_with`]).
     pub fn load_with(binary: &Path, allow_stripped: bool) -> Result<LoadedBinary> {
         let started = Instant::now();
-        let data = InputBytes::open(binary).map_err(io_error(binary))?;
-        let functions = Functions::from_elf_with(binary, &data, allow_stripped)?;
+        let data = Arc::new(InputBytes::open(binary).map_err(io_error(binary))?);
+        let functions = Functions::from_shared_elf(binary, &data, allow_stripped)?;
         let bat = Translation::from_elf(binary, &data)?;
         Ok(LoadedBinary {
             path: binary.to_path_buf(),

@@ -147,9 +147,9 @@ impl DataObjects {
                 } else {
                     name
                 };
-                let n = local_counts.entry(name.clone()).or_default();
+                let n = local_counts.entry_ref(name.as_str()).or_insert(0);
                 *n += 1;
-                format!("{name}/{n}")
+                super::functions::numbered(name, *n)
             };
             if !in_alloc(sym.address()) {
                 continue;
