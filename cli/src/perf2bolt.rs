@@ -2,11 +2,12 @@
 //! a drop-in for LLVM's perf2bolt, also reached through a link named `perf2bolt`. Options are
 //! spelled as LLVM's command-line library spells them (`-o x`, `-o=x`, `--o=x`, `-pa`, `--pa`).
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use engine::bolt::Dialect;
-use engine::perf::aggregate::{aggregate, KernelEntries, Request};
+use engine::perf::aggregate::{aggregate, BinaryProfile, KernelEntries, Request};
 use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
@@ -203,21 +204,31 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
         true => yaml_view(&o)?,
         false => None,
     };
-    let write_yaml = |path: &Path| {
+    // The last YAML written gets the profile itself, to drop once symbolized.
+    let write_yaml = |profile: Cow<'_, BinaryProfile>, path: &Path| {
         let intra = intra.as_ref();
         engine::bolt::loaded::write_yaml_with_intra(
-            &binary, &profile, intra, basic, o.use_dfs, dialect, path,
-        )
+            &binary, profile, intra, basic, o.use_dfs, dialect, path,
+        )?;
+        eprintln!("profmill: wrote {}", path.display());
+        Ok::<_, engine::error::Error>(())
     };
-    if o.yaml {
-        write_yaml(&o.output)?;
-    } else {
-        crate::aggregate::write_fdata_of(&binary, &profile, basic, &o.output)?;
-    }
-    eprintln!("profmill: wrote {}", o.output.display());
-    if let Some(w) = &o.save_profile {
-        write_yaml(w)?;
-        eprintln!("profmill: wrote {}", w.display());
+    let write_fdata = |profile: &BinaryProfile| {
+        crate::aggregate::write_fdata_of(&binary, profile, basic, &o.output)?;
+        eprintln!("profmill: wrote {}", o.output.display());
+        Ok::<_, Box<dyn std::error::Error>>(())
+    };
+    match (o.yaml, &o.save_profile) {
+        (true, None) => write_yaml(Cow::Owned(profile), &o.output)?,
+        (true, Some(w)) => {
+            write_yaml(Cow::Borrowed(&profile), &o.output)?;
+            write_yaml(Cow::Owned(profile), w)?;
+        }
+        (false, None) => write_fdata(&profile)?,
+        (false, Some(w)) => {
+            write_fdata(&profile)?;
+            write_yaml(Cow::Owned(profile), w)?;
+        }
     }
     Ok(())
 }

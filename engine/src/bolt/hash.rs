@@ -35,11 +35,25 @@ pub struct Context<'a> {
     pub functions: &'a Functions,
     /// BOLT's data objects.
     pub objects: &'a DataObjects,
-    /// Start addresses of the jump tables found.
-    pub jump_tables: &'a BTreeSet<u64>,
+    /// Start addresses of the jump tables found, ascending.
+    pub jump_tables: &'a [u64],
     /// The static relocations of code sections (binaries linked with `--emit-relocs`, which
     /// llvm-bolt rewrites in relocation mode), by the address of the field they patch.
     pub relocations: &'a BTreeMap<u64, Relocation>,
+}
+
+impl Context<'_> {
+    /// Whether a jump table starts at `addr`. Asked of every memory operand's displacement,
+    /// most of which (stack offsets) lie below the first table: those pay two compares.
+    fn is_jump_table(&self, addr: u64) -> bool {
+        let tables = self.jump_tables;
+        match (tables.first(), tables.last()) {
+            (Some(&first), Some(&last)) if (first..=last).contains(&addr) => {
+                tables.binary_search(&addr).is_ok()
+            }
+            _ => false,
+        }
+    }
 }
 
 /// A static relocation, as far as the hashes need it.
@@ -444,7 +458,7 @@ fn operand(
             data_reference(ctx, ins.ip_rel_memory_address(), out)
         }
         // An absolute jump-table address: BOLT puts the table's label there.
-        McOp::MemDisp if ctx.jump_tables.contains(&ins.memory_displacement64()) => {}
+        McOp::MemDisp if ctx.is_jump_table(ins.memory_displacement64()) => {}
         McOp::MemDisp => push_integer(out, ins.memory_displacement64()),
         McOp::MemSeg => push_integer(out, reg(ins.segment_prefix())),
         McOp::Mask => push_integer(out, reg(ins.op_mask())),
@@ -472,7 +486,7 @@ fn relocated(ctx: &Context, r: &Relocation, out: &mut Vec<u8>) {
     let Some(symbol) = r.symbol else {
         return;
     };
-    if ctx.functions.index_containing(symbol).is_some() || ctx.jump_tables.contains(&symbol) {
+    if ctx.functions.index_containing(symbol).is_some() || ctx.is_jump_table(symbol) {
         return;
     }
     push_integer(out, symbol);
@@ -491,7 +505,7 @@ fn data_reference(ctx: &Context, address: u64, out: &mut Vec<u8>) {
     let in_function = functions
         .index_containing(address)
         .is_some_and(|i| functions.get(i).contains(address));
-    if in_function || ctx.jump_tables.contains(&address) {
+    if in_function || ctx.is_jump_table(address) {
         return;
     }
     if functions.is_code(address) {
@@ -500,8 +514,7 @@ fn data_reference(ctx: &Context, address: u64, out: &mut Vec<u8>) {
     match ctx.objects.containing(address) {
         // Inside a jump table (`getJumpTableContainingAddress`): nothing, as at its start.
         Some((name, offset))
-            if name.starts_with("JUMP_TABLE/") || ctx.jump_tables.contains(&(address - offset)) => {
-        }
+            if name.starts_with("JUMP_TABLE/") || ctx.is_jump_table(address - offset) => {}
         Some((_, 0)) | None => push_integer(out, address),
         Some((_, offset)) => {
             push_integer(out, address - offset);
@@ -539,12 +552,13 @@ pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes
         .filter_map(|(_, d)| d.as_ref().ok())
         .flat_map(|d| d.table_addresses())
         .collect();
+    let table_list: Vec<u64> = jump_tables.iter().copied().collect();
     let objects = DataObjects::from_elf(data, functions);
     let relocations = relocations(data);
     let ctx = Context {
         functions,
         objects: &objects,
-        jump_tables: &jump_tables,
+        jump_tables: &table_list,
         relocations: &relocations,
     };
     phase_one

@@ -1,5 +1,6 @@
 //! A binary loaded for symbolization, and one binary's profile written as fdata from it.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -76,14 +77,24 @@ pub fn write_yaml(
     dialect: Dialect,
     path: &Path,
 ) -> Result<FdataReport> {
-    write_yaml_with_intra(loaded, profile, None, basic, use_dfs, dialect, path)
+    write_yaml_with_intra(
+        loaded,
+        Cow::Borrowed(profile),
+        None,
+        basic,
+        use_dfs,
+        dialect,
+        path,
+    )
 }
 
 /// [`write_yaml`], the functions' inner branches taken from `intra` when given (see
-/// [`crate::bolt::yaml::profile_with_intra`]).
+/// [`crate::bolt::yaml::profile_with_intra`]). An owned `profile` is dropped once symbolized:
+/// the lines and records then reuse its memory (the traces of a large capture are about a
+/// hundred megabytes) instead of fresh pages.
 pub fn write_yaml_with_intra(
     loaded: &LoadedBinary,
-    profile: &BinaryProfile,
+    profile: Cow<'_, BinaryProfile>,
     intra: Option<&BinaryProfile>,
     basic: bool,
     use_dfs: bool,
@@ -102,7 +113,7 @@ pub fn write_yaml_with_intra(
         // perf2bolt has no LLVM 19 dialect for it.
         Some(t) => {
             let bat = BatIndex::new(t, functions);
-            let fdata = symbolize_bolted(profile, functions, basic, Some(&bat));
+            let fdata = symbolize_bolted(&profile, functions, basic, Some(&bat));
             let intra = intra.map(|p| symbolize_bolted(p, functions, basic, Some(&bat)));
             let yaml = crate::bolt::yaml::bat_profile(
                 &fdata,
@@ -120,7 +131,8 @@ pub fn write_yaml_with_intra(
             (fdata.stats, fdata.out_of_range_samples, symbolize_seconds)
         }
         None => {
-            let mut fdata = symbolize_keeping(profile, functions, basic, None, dialect, true);
+            let mut fdata = symbolize_keeping(&profile, functions, basic, None, dialect, true);
+            drop(profile);
             let touched = fdata.take_touched();
             let intra = intra.map(|p| symbolize_as(p, functions, basic, None, dialect));
             let symbolize_seconds = started.elapsed().as_secs_f64();
@@ -128,7 +140,7 @@ pub fn write_yaml_with_intra(
             write_atomically(path, |out| {
                 crate::bolt::yaml::write_reusing(
                     out,
-                    &fdata,
+                    &mut fdata,
                     touched,
                     intra.as_ref(),
                     &loaded.data,

@@ -47,7 +47,13 @@ struct DataObject {
 /// BOLT's `BinaryDataMap` of one ELF file.
 #[derive(Debug, Default)]
 pub struct DataObjects {
+    /// The objects while they are registered.
     objects: BTreeMap<u64, DataObject>,
+    /// Once all are registered, their addresses ascending, and the objects in that order:
+    /// the hashes look up every data reference, and a search of one array stays in cache
+    /// better than a tree's.
+    addresses: Vec<u64>,
+    frozen: Vec<DataObject>,
 }
 
 /// An allocated section, as BOLT sees it.
@@ -101,7 +107,20 @@ impl DataObjects {
         objects.register_code_references(&file, &sections);
         objects.fill_holes(&sections);
         objects.name_holes(&sections);
+        objects.freeze();
         objects
+    }
+
+    /// Moves the registered objects into the sorted arrays that lookups search.
+    fn freeze(&mut self) {
+        let objects = std::mem::take(&mut self.objects);
+        (self.addresses, self.frozen) = objects.into_iter().unzip();
+    }
+
+    /// The object starting at `address`, once frozen.
+    fn frozen_at(&self, address: u64) -> Option<&DataObject> {
+        let i = self.addresses.binary_search(&address).ok()?;
+        Some(&self.frozen[i])
     }
 
     /// Symbols in address order (functions first at an address, otherwise symbol-table
@@ -316,7 +335,7 @@ impl DataObjects {
         targets.sort_unstable();
         targets.dedup();
         for t in targets {
-            if in_data(t) && self.containing(t).is_none() {
+            if in_data(t) && !self.registered_contain(t) {
                 self.register(t, 0, format!("{prefix}0x{t:x}"));
             }
         }
@@ -442,15 +461,30 @@ impl DataObjects {
         }
     }
 
+    /// Whether an object registered so far contains `addr` (as [`DataObjects::containing`]
+    /// finds it once frozen).
+    fn registered_contain(&self, addr: u64) -> bool {
+        let Some((&a, o)) = self.objects.range(..=addr).next_back() else {
+            return false;
+        };
+        contains(a, o, addr)
+            || o.parent
+                .is_some_and(|top| contains(top, &self.objects[&top], addr))
+    }
+
     /// `getBinaryDataContainingAddress`: the object at or before `addr` if it contains it,
     /// else its nearest enclosing object that does.
     pub fn containing(&self, addr: u64) -> Option<(&str, u64)> {
-        let (&a, o) = self.objects.range(..=addr).next_back()?;
+        let i = self
+            .addresses
+            .partition_point(|&a| a <= addr)
+            .checked_sub(1)?;
+        let (a, o) = (self.addresses[i], &self.frozen[i]);
         if contains(a, o, addr) {
             return Some((&o.name, addr - a));
         }
         let top = o.parent?;
-        let p = &self.objects[&top];
+        let p = self.frozen_at(top)?;
         contains(top, p, addr).then(|| (p.name.as_str(), addr - top))
     }
 }

@@ -26,6 +26,7 @@ mod bolted;
 
 pub use bolted::{bat_profile, TableError};
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use hashbrown::HashMap;
@@ -40,7 +41,7 @@ use super::functions::{Function, Functions};
 use super::hash;
 use super::memory::DataObjects;
 use super::x86::Llvm;
-use super::{BatIndex, Branch, Fdata, Loc, Touched};
+use super::{BatIndex, Branch, CountedLine, Fdata, Loc, Touched};
 
 /// What the header says and how blocks are ordered.
 #[derive(Clone, Debug, Default)]
@@ -111,11 +112,15 @@ struct Lines {
 }
 
 /// Every line of `fdata`, summed, filed by function.
-fn file_lines(fdata: &Fdata) -> HashMap<u32, Lines> {
+///
+/// `parts` are `fdata`'s lines; owned ones are dropped once gathered, and the lines filed
+/// then reuse their memory.
+fn file_lines(fdata: &Fdata, parts: Cow<'_, [Vec<CountedLine>]>) -> HashMap<u32, Lines> {
     // Sorted by source function, then as BOLT keeps each function's lines: by (source,
     // target), which is also the order in which indirect targets are listed. A key split
     // between chunks is then adjacent to itself.
-    let mut keys: Vec<((Loc, Loc), Branch)> = super::gather(&fdata.parts, |&line| line);
+    let mut keys: Vec<CountedLine> = super::gather(&parts, |&line| line);
+    drop(parts);
     keys.par_sort_unstable_by_key(|&((from, to), _)| {
         (
             from.func,
@@ -550,6 +555,7 @@ pub fn profile_with_intra(
 ) -> yaml::Profile {
     with_records(
         fdata,
+        Cow::Borrowed(&fdata.parts),
         None,
         intra,
         data,
@@ -567,16 +573,20 @@ pub fn profile_with_intra(
 /// [`super::symbolize_keeping`]) when it covers every profiled function, instead of
 /// disassembling them again: perf2bolt builds one set of CFGs, for the functions the profile
 /// touches, and writes both its fdata and its YAML from them.
+///
+/// `fdata`'s lines are spent (dropped once filed).
 pub(crate) fn write_reusing(
     out: &mut dyn std::io::Write,
-    fdata: &Fdata,
+    fdata: &mut Fdata,
     touched: Option<Touched>,
     intra: Option<&Fdata>,
     data: &[u8],
     options: &Options,
 ) -> std::io::Result<()> {
+    let parts = std::mem::take(&mut fdata.parts);
     with_records(
         fdata,
+        Cow::Owned(parts),
         touched,
         intra,
         data,
@@ -593,6 +603,7 @@ pub(crate) fn write_reusing(
 /// maker of their records (see [`write_reusing`]).
 fn with_records<R>(
     fdata: &Fdata,
+    parts: Cow<'_, [Vec<CountedLine>]>,
     touched: Option<Touched>,
     intra: Option<&Fdata>,
     data: &[u8],
@@ -632,7 +643,7 @@ fn with_records<R>(
                     .map(|&(f, _)| (f, Lines::default()))
                     .collect()
             } else {
-                with_intra(file_lines(fdata), intra)
+                with_intra(file_lines(fdata, parts), intra)
             }
         },
         || BinaryFacts::of(data, functions, &patterns),
@@ -691,7 +702,7 @@ fn write_document<T: Sync>(
 /// [`profile_with_intra`]).
 fn with_intra(mut lines: HashMap<u32, Lines>, intra: Option<&Fdata>) -> HashMap<u32, Lines> {
     if let Some(intra) = intra {
-        let mut inner = file_lines(intra);
+        let mut inner = file_lines(intra, Cow::Borrowed(&intra.parts));
         for (f, l) in lines.iter_mut() {
             l.intra = inner.remove(f).map(|l| l.intra).unwrap_or_default();
         }
@@ -758,6 +769,8 @@ struct RecordMaker<'a> {
     objects: DataObjects,
     relocations: std::collections::BTreeMap<u64, hash::Relocation>,
     call_sites: HashMap<u64, Vec<CallSite>>,
+    /// `found.tables` as a list, for the hashes' lookups.
+    jump_tables: Vec<u64>,
     use_dfs: bool,
     bat: Option<&'a BatIndex<'a>>,
 }
@@ -780,6 +793,7 @@ impl<'a> RecordMaker<'a> {
             fdata,
             lines,
             numbers: (0..functions.len()).map(|i| functions.number(i)).collect(),
+            jump_tables: found.tables.iter().copied().collect(),
             found,
             objects,
             relocations,
@@ -808,7 +822,7 @@ impl<'a> RecordMaker<'a> {
         let ctx = hash::Context {
             functions,
             objects: &self.objects,
-            jump_tables: &self.found.tables,
+            jump_tables: &self.jump_tables,
             relocations: &self.relocations,
         };
         let f = functions.get(i as usize);
@@ -1120,7 +1134,7 @@ mod tests {
             let mut fdata =
                 symbolize_keeping(profile, &functions, false, None, Dialect::Llvm22, true);
             let touched = fdata.take_touched().expect("kept");
-            let lines = file_lines(&fdata);
+            let lines = file_lines(&fdata, Cow::Borrowed(&fdata.parts));
             assert!(lines.len() > 5, "{} functions profiled", lines.len());
             assert!(lines
                 .keys()
@@ -1132,7 +1146,15 @@ mod tests {
             )
             .unwrap();
             let mut reused = Vec::new();
-            write_reusing(&mut reused, &fdata, Some(touched), None, &data, &options).unwrap();
+            write_reusing(
+                &mut reused,
+                &mut fdata,
+                Some(touched),
+                None,
+                &data,
+                &options,
+            )
+            .unwrap();
             let text = String::from_utf8(reused).unwrap();
             assert!(text.contains("succ:"), "{text}");
             assert_eq!(text, String::from_utf8(fresh).unwrap(), "use_dfs {use_dfs}");
