@@ -136,7 +136,7 @@ impl Functions {
     ) -> Result<Functions> {
         let whole: &[u8] = file;
         Self::from_elf_keeping(path, whole, allow_stripped, |bytes| {
-            // A section's data is a range of the file (object reads no compressed data here).
+            // `data()` is a slice of the file itself: its range is where the slice starts.
             let start = (bytes.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
             match start.checked_add(bytes.len()) {
                 Some(end) if end <= whole.len() => SectionBytes::InFile(file.clone(), start..end),

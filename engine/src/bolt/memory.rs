@@ -335,7 +335,7 @@ impl DataObjects {
         targets.sort_unstable();
         targets.dedup();
         for t in targets {
-            if in_data(t) && !self.registered_contain(t) {
+            if in_data(t) && !self.registered_contains(t) {
                 self.register(t, 0, format!("{prefix}0x{t:x}"));
             }
         }
@@ -463,7 +463,7 @@ impl DataObjects {
 
     /// Whether an object registered so far contains `addr` (as [`DataObjects::containing`]
     /// finds it once frozen).
-    fn registered_contain(&self, addr: u64) -> bool {
+    fn registered_contains(&self, addr: u64) -> bool {
         let Some((&a, o)) = self.objects.range(..=addr).next_back() else {
             return false;
         };

@@ -1143,6 +1143,19 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
+        /// A bit set's members are the indices marked, ascending and once each.
+        #[test]
+        fn members_are_the_marked_indices(marked in prop::collection::vec(0usize..300, 0..80)) {
+            let mut set = vec![0u64; 5];
+            for &i in &marked {
+                set[i / 64] |= 1 << (i % 64);
+            }
+            let mut expected: Vec<u32> = marked.iter().map(|&i| i as u32).collect();
+            expected.sort_unstable();
+            expected.dedup();
+            prop_assert_eq!(members(&set), expected);
+        }
+
         /// Gathering the chunks' lists equals mapping their concatenation, empty lists included.
         #[test]
         fn gather_equals_concatenation(parts in prop::collection::vec(prop::collection::vec(any::<u32>(), 0..40), 0..12)) {
