@@ -18,14 +18,13 @@
 //!   point there (see [`Function::entries`]; `cfg` adds those that other functions' references
 //!   create).
 
-use hashbrown::{HashMap, HashSet};
+use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
+use hashbrown::{HashMap, HashSet};
 use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, OpKind};
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionKind, SymbolKind};
-
-use std::ops::Range;
-use std::sync::Arc;
 
 use super::start_index::StartIndex;
 use crate::error::{Error, Result};

@@ -117,12 +117,6 @@ impl DataObjects {
         (self.addresses, self.frozen) = objects.into_iter().unzip();
     }
 
-    /// The object starting at `address`, once frozen.
-    fn frozen_at(&self, address: u64) -> Option<&DataObject> {
-        let i = self.addresses.binary_search(&address).ok()?;
-        Some(&self.frozen[i])
-    }
-
     /// Symbols in address order (functions first at an address, otherwise symbol-table
     /// order), locals uniquified as `name/N` with one counter per name over all symbols.
     fn register_symbols(&mut self, file: &object::File, sections: &[Section]) {
@@ -464,29 +458,45 @@ impl DataObjects {
     /// Whether an object registered so far contains `addr` (as [`DataObjects::containing`]
     /// finds it once frozen).
     fn registered_contains(&self, addr: u64) -> bool {
-        let Some((&a, o)) = self.objects.range(..=addr).next_back() else {
-            return false;
-        };
-        contains(a, o, addr)
-            || o.parent
-                .is_some_and(|top| contains(top, &self.objects[&top], addr))
+        let nearest = self.objects.range(..=addr).next_back();
+        let found = nearest
+            .and_then(|(&a, o)| nearest_containing((a, o), addr, |top| self.objects.get(&top)));
+        found.is_some()
     }
 
     /// `getBinaryDataContainingAddress`: the object at or before `addr` if it contains it,
     /// else its nearest enclosing object that does.
     pub fn containing(&self, addr: u64) -> Option<(&str, u64)> {
+        debug_assert!(
+            self.objects.is_empty(),
+            "looked up before the objects were frozen"
+        );
         let i = self
             .addresses
             .partition_point(|&a| a <= addr)
             .checked_sub(1)?;
-        let (a, o) = (self.addresses[i], &self.frozen[i]);
-        if contains(a, o, addr) {
-            return Some((&o.name, addr - a));
-        }
-        let top = o.parent?;
-        let p = self.frozen_at(top)?;
-        contains(top, p, addr).then(|| (p.name.as_str(), addr - top))
+        let frozen_at = |top: u64| {
+            let j = self.addresses.binary_search(&top).ok()?;
+            Some(&self.frozen[j])
+        };
+        let (start, o) = nearest_containing((self.addresses[i], &self.frozen[i]), addr, frozen_at)?;
+        Some((&o.name, addr - start))
     }
+}
+
+/// `nearest` (the object at or before `addr`) if it contains `addr`, else its enclosing object
+/// (found by `object_at`) if that does: the object and its start.
+fn nearest_containing<'o>(
+    (start, o): (u64, &'o DataObject),
+    addr: u64,
+    object_at: impl Fn(u64) -> Option<&'o DataObject>,
+) -> Option<(u64, &'o DataObject)> {
+    if contains(start, o, addr) {
+        return Some((start, o));
+    }
+    let top = o.parent?;
+    let p = object_at(top)?;
+    contains(top, p, addr).then_some((top, p))
 }
 
 fn contains(start: u64, o: &DataObject, addr: u64) -> bool {

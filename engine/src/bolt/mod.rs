@@ -1142,6 +1142,79 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The touched functions marked in bit sets equal the sorted, deduplicated lists of every
+    /// trace's functions (the way they were listed before), on a real binary with traces at
+    /// random addresses in and around its code, `BR_ONLY` ends and translated functions.
+    #[test]
+    fn touched_functions_equal_the_listed_ones() {
+        let path = testsupport::shared_perf("autofdo-jump_table_test.binary");
+        let data = std::fs::read(&path).unwrap();
+        let functions = Functions::from_elf(&path, &data).unwrap();
+        let first = functions.get(0).address;
+        let last = functions.get(functions.len() - 1).max_end;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (first - 64) + (state >> 33) % (last - first + 128)
+        };
+        let traces = (0..20_000u32)
+            .map(|n| {
+                let to = if n.is_multiple_of(7) { BR_ONLY } else { next() };
+                ((next(), next(), to), crate::perf::table::Counts::default())
+            })
+            .collect();
+        let profile = BinaryProfile {
+            traces,
+            ..Default::default()
+        };
+        let translated = |i: usize| i.is_multiple_of(3);
+        let starts = listed(
+            &profile,
+            &functions,
+            |&(_, from, to)| if to == BR_ONLY { vec![] } else { vec![from] },
+            |i| !translated(i),
+        );
+        let touched = listed(
+            &profile,
+            &functions,
+            |&(branch, from, to)| {
+                [branch, from]
+                    .into_iter()
+                    .chain((to != BR_ONLY).then_some(to))
+                    .collect()
+            },
+            |_| true,
+        );
+        assert!(
+            starts.len() > 10 && touched.len() > starts.len(),
+            "{starts:?} {touched:?}"
+        );
+        assert_eq!(
+            touched_functions(&profile, &functions, &translated),
+            (starts, touched)
+        );
+    }
+
+    /// The functions holding each trace's `addresses`, kept if `keep`: sorted and deduplicated.
+    fn listed(
+        profile: &BinaryProfile,
+        functions: &Functions,
+        addresses: impl Fn(&(u64, u64, u64)) -> Vec<u64>,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<u32> {
+        let mut out: Vec<u32> = (profile.traces.iter())
+            .flat_map(|(t, _)| addresses(t))
+            .filter_map(|a| functions.index_containing(a))
+            .filter(|&i| keep(i))
+            .map(|i| i as u32)
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     proptest! {
         /// A bit set's members are the indices marked, ascending and once each.
         #[test]

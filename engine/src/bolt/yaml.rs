@@ -112,10 +112,13 @@ struct Lines {
 }
 
 /// Every line of `fdata`, summed, filed by function.
-///
-/// `parts` are `fdata`'s lines; owned ones are dropped once gathered, and the lines filed
-/// then reuse their memory.
-fn file_lines(fdata: &Fdata, parts: Cow<'_, [Vec<CountedLine>]>) -> HashMap<u32, Lines> {
+fn file_lines(fdata: &Fdata) -> HashMap<u32, Lines> {
+    file_lines_of(fdata, Cow::Borrowed(&fdata.parts))
+}
+
+/// [`file_lines`], `parts` being `fdata`'s lines: owned ones are dropped once gathered, and
+/// the lines filed then reuse their memory.
+fn file_lines_of(fdata: &Fdata, parts: Cow<'_, [Vec<CountedLine>]>) -> HashMap<u32, Lines> {
     // Sorted by source function, then as BOLT keeps each function's lines: by (source,
     // target), which is also the order in which indirect targets are listed. A key split
     // between chunks is then adjacent to itself.
@@ -643,7 +646,7 @@ fn with_records<R>(
                     .map(|&(f, _)| (f, Lines::default()))
                     .collect()
             } else {
-                with_intra(file_lines(fdata, parts), intra)
+                with_intra(file_lines_of(fdata, parts), intra)
             }
         },
         || BinaryFacts::of(data, functions, &patterns),
@@ -702,7 +705,7 @@ fn write_document<T: Sync>(
 /// [`profile_with_intra`]).
 fn with_intra(mut lines: HashMap<u32, Lines>, intra: Option<&Fdata>) -> HashMap<u32, Lines> {
     if let Some(intra) = intra {
-        let mut inner = file_lines(intra, Cow::Borrowed(&intra.parts));
+        let mut inner = file_lines(intra);
         for (f, l) in lines.iter_mut() {
             l.intra = inner.remove(f).map(|l| l.intra).unwrap_or_default();
         }
@@ -1134,7 +1137,7 @@ mod tests {
             let mut fdata =
                 symbolize_keeping(profile, &functions, false, None, Dialect::Llvm22, true);
             let touched = fdata.take_touched().expect("kept");
-            let lines = file_lines(&fdata, Cow::Borrowed(&fdata.parts));
+            let lines = file_lines(&fdata);
             assert!(lines.len() > 5, "{} functions profiled", lines.len());
             assert!(lines
                 .keys()

@@ -93,7 +93,7 @@ pub fn bat_profile(
         return Ok(profile);
     }
     let functions = fdata.functions;
-    let lines = file_lines(fdata, std::borrow::Cow::Borrowed(&fdata.parts));
+    let lines = file_lines(fdata);
     let translated = |i: u32| bat.translation.fragment(functions.get(i as usize).address);
     let mut others: Vec<u32> = lines
         .keys()
