@@ -281,6 +281,10 @@ impl Disassembled {
         functions: &Functions,
         f: &Function,
     ) -> Vec<(indirect::Pattern, usize)> {
+        // Most functions have no jump table: no list of their instruction starts either.
+        if self.table_patterns().next().is_none() {
+            return Vec::new();
+        }
         let starts = self.instruction_starts();
         self.table_patterns()
             .map(|p| {

@@ -363,12 +363,14 @@ fn analyse_touched(
     };
     let EntryPoints { entries, ignored } = entry_points(functions, &phase_one, &scanned);
     let patterns = match keep_all {
-        true => (phase_one.iter())
+        true => (phase_one.par_iter())
             .map(|(i, d)| {
                 let f = functions.get(*i as usize);
                 let found = d.as_ref().map(|d| d.sized_table_patterns(functions, f));
                 (*i, found.unwrap_or_default())
             })
+            .collect::<Vec<_>>()
+            .into_iter()
             .collect(),
         false => HashMap::new(),
     };
