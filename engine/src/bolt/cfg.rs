@@ -185,6 +185,9 @@ pub(crate) struct Disassembled {
     pub(crate) unsupported: bool,
     /// Targets of those instructions: BOLT ignores the functions holding them too.
     pub(crate) unsupported_targets: Vec<u64>,
+    /// The address every RIP-relative operand refers to, in instruction order: the data
+    /// objects take them from here instead of decoding the function once more.
+    pub(crate) rip_targets: Vec<u64>,
 }
 
 /// What phase two needs of an instruction: 12 bytes instead of iced's 40, since the
@@ -385,6 +388,7 @@ fn disassembled(
         own_entries: Vec::new(),
         unsupported: false,
         unsupported_targets: Vec::new(),
+        rip_targets: Vec::new(),
     };
     find_references(functions, f, instructions, &mut d);
     d
@@ -408,6 +412,9 @@ fn find_references(
             .is_some_and(|i| functions.get(i).address != target)
     };
     for ins in instructions {
+        if ins.is_ip_rel_memory_operand() {
+            d.rip_targets.push(ins.ip_rel_memory_address());
+        }
         if is_unsupported(ins) {
             d.unsupported = true;
             d.unsupported_targets.push(ins.near_branch_target());

@@ -35,6 +35,22 @@ use formats::bolt::fdata::{FdataWriter, Location};
 
 use super::functions::Functions;
 
+/// What the data objects take from a function already disassembled instead of disassembling
+/// it again.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KnownFunction {
+    /// Its jump-table patterns, each with the entries its instructions allow (as
+    /// [`super::cfg::Disassembled::sized_table_patterns`] gives them; none if BOLT could not
+    /// disassemble it).
+    pub(crate) patterns: Vec<(super::indirect::Pattern, usize)>,
+    /// If it decoded: how many bytes of code, and the address each RIP-relative operand
+    /// refers to, in instruction order (what decoding those bytes again would find).
+    pub(crate) rip_targets: Option<(usize, Vec<u64>)>,
+}
+
+/// Functions already disassembled, by index.
+pub(crate) type Known = HashMap<u32, KnownFunction>;
+
 /// One of BOLT's data objects.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct DataObject {
@@ -75,15 +91,12 @@ impl DataObjects {
         Self::from_elf_knowing(data, functions, &HashMap::new())
     }
 
-    /// [`DataObjects::from_elf`], taking the jump-table patterns of the functions in `known`
-    /// (by index), each with the entries its function's instructions allow, from there
-    /// instead of disassembling those functions again (as
-    /// [`super::cfg::Disassembled::sized_table_patterns`] gives them; none for a function BOLT
-    /// could not disassemble).
+    /// [`DataObjects::from_elf`], taking what it needs of the functions in `known` from there
+    /// instead of disassembling those functions again.
     pub(crate) fn from_elf_knowing(
         data: &[u8],
         functions: &Functions,
-        known: &HashMap<u32, Vec<(super::indirect::Pattern, usize)>>,
+        known: &Known,
     ) -> DataObjects {
         let Ok(file) = object::File::parse(data) else {
             return DataObjects::default();
@@ -104,7 +117,7 @@ impl DataObjects {
         objects.register_plt_slots(functions);
         objects.register_jump_tables(functions, known);
         objects.register_relocation_targets(&file, &sections);
-        objects.register_code_references(&file, &sections);
+        objects.register_code_references(&file, &sections, functions, known);
         objects.fill_holes(&sections);
         objects.name_holes(&sections);
         objects.freeze();
@@ -195,11 +208,7 @@ impl DataObjects {
     /// `getOrCreateJumpTable`: `JUMP_TABLE/<function>.<n>`, sized by its entries as
     /// `populateJumpTables` finds them: each bounded by the next table known in the binary,
     /// and ending where an entry lands off its function's instructions.
-    fn register_jump_tables(
-        &mut self,
-        functions: &Functions,
-        known: &HashMap<u32, Vec<(super::indirect::Pattern, usize)>>,
-    ) {
+    fn register_jump_tables(&mut self, functions: &Functions, known: &Known) {
         use rayon::prelude::*;
         // Every function is disassembled (but the known ones): in parallel, the results kept
         // in address order.
@@ -213,7 +222,7 @@ impl DataObjects {
             .par_iter()
             .filter_map(|&(i, f)| {
                 let patterns: Sized = match known.get(&i) {
-                    Some(p) => p.clone(),
+                    Some(k) => k.patterns.clone(),
                     None => super::cfg::disassemble(functions, f)
                         .ok()?
                         .sized_table_patterns(functions, f),
@@ -280,8 +289,15 @@ impl DataObjects {
     }
 
     /// `handleAddressRef`: RIP-relative data references of every function that no object
-    /// contains become 0-sized `DATAat0x…` objects.
-    fn register_code_references(&mut self, file: &object::File, sections: &[Section]) {
+    /// contains become 0-sized `DATAat0x…` objects. A symbol's code that a function in
+    /// `known` decoded (same start, same bytes) is not decoded again.
+    fn register_code_references(
+        &mut self,
+        file: &object::File,
+        sections: &[Section],
+        functions: &Functions,
+        known: &Known,
+    ) {
         use iced_x86::{Decoder, DecoderOptions, Instruction};
         use rayon::prelude::*;
         let code: Vec<(u64, &[u8])> = file
@@ -296,10 +312,21 @@ impl DataObjects {
                 Some((sym.address(), &code[..code.len().min(sym.size() as usize)]))
             })
             .collect();
+        let decoded = |address: u64, code: &[u8]| -> Option<&[u64]> {
+            let i = functions.index_containing(address)?;
+            if functions.get(i).address != address {
+                return None;
+            }
+            let (length, targets) = known.get(&(i as u32))?.rip_targets.as_ref()?;
+            (*length == code.len()).then_some(targets)
+        };
         // The order does not matter: the targets are sorted.
         let targets: Vec<u64> = code
             .par_iter()
             .flat_map_iter(|&(address, code)| {
+                if let Some(targets) = decoded(address, code) {
+                    return targets.to_vec();
+                }
                 let mut decoder = Decoder::with_ip(64, code, address, DecoderOptions::NONE);
                 let mut ins = Instruction::default();
                 let mut targets = Vec::new();
@@ -774,5 +801,60 @@ mod llvm_hash {
         buf[..8].copy_from_slice(&a.to_le_bytes());
         buf[8..].copy_from_slice(&b.to_le_bytes());
         short(&buf, SEED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bolt::cfg;
+
+    /// What every function's disassembly gives the data objects, as the YAML path keeps it.
+    fn known_of(functions: &Functions) -> Known {
+        (0..functions.len())
+            .map(|i| {
+                let f = functions.get(i);
+                let known = match cfg::disassemble(functions, f) {
+                    Ok(mut d) => KnownFunction {
+                        patterns: d.sized_table_patterns(functions, f),
+                        rip_targets: Some((
+                            functions.function_code(f).len(),
+                            std::mem::take(&mut d.rip_targets),
+                        )),
+                    },
+                    Err(_) => KnownFunction::default(),
+                };
+                (i as u32, known)
+            })
+            .collect()
+    }
+
+    /// The data objects built from the functions' disassembly equal those built by decoding
+    /// the binary's code again, on binaries built elsewhere (a PIE with jump tables, a
+    /// non-PIE executable, a shared library).
+    #[test]
+    fn known_functions_give_the_objects_a_fresh_decode_gives() {
+        for name in [
+            "autofdo-jump_table_test.binary",
+            "autofdo-propeller_sample_1.bin",
+            "autofdo-libro_sample.so",
+        ] {
+            let path = testsupport::shared_perf(name);
+            let data = std::fs::read(&path).unwrap();
+            let functions = Functions::from_elf(&path, &data).unwrap();
+            let known = known_of(&functions);
+            let referring = (known.values())
+                .filter(|k| k.rip_targets.as_ref().is_some_and(|(_, t)| !t.is_empty()))
+                .count();
+            assert!(
+                referring > 0,
+                "{name}: no function with a RIP-relative operand"
+            );
+            let fresh = DataObjects::from_elf(&data, &functions);
+            let knowing = DataObjects::from_elf_knowing(&data, &functions, &known);
+            assert!(!fresh.addresses.is_empty(), "{name}: no data object");
+            assert_eq!(fresh.addresses, knowing.addresses, "{name}");
+            assert_eq!(fresh.frozen, knowing.frozen, "{name}");
+        }
     }
 }

@@ -158,9 +158,9 @@ pub(crate) struct Touched {
     pub(crate) tables: std::collections::BTreeSet<u64>,
     /// Their secondary entry points (offsets, ascending).
     pub(crate) entries: HashMap<u32, Vec<u64>>,
-    /// Their jump-table patterns, as [`cfg::Disassembled::table_patterns`] lists them (none
-    /// for those BOLT could not disassemble), for the data objects.
-    pub(crate) patterns: HashMap<u32, Vec<(indirect::Pattern, usize)>>,
+    /// What the data objects need of them (their jump-table patterns and RIP-relative
+    /// operands), so as not to disassemble them again.
+    pub(crate) known: memory::Known,
 }
 
 /// The branch and fall-through counts of one chunk of traces, summed in a table.
@@ -362,12 +362,21 @@ fn analyse_touched(
         Some(_) => Vec::new(),
     };
     let EntryPoints { entries, ignored } = entry_points(functions, &phase_one, &scanned);
-    let patterns = match keep_all {
-        true => (phase_one.par_iter())
+    let known = match keep_all {
+        true => (phase_one.par_iter_mut())
             .map(|(i, d)| {
                 let f = functions.get(*i as usize);
-                let found = d.as_ref().map(|d| d.sized_table_patterns(functions, f));
-                (*i, found.unwrap_or_default())
+                let known = match d {
+                    Ok(d) => memory::KnownFunction {
+                        patterns: d.sized_table_patterns(functions, f),
+                        rip_targets: Some((
+                            functions.function_code(f).len(),
+                            std::mem::take(&mut d.rip_targets),
+                        )),
+                    },
+                    Err(_) => memory::KnownFunction::default(),
+                };
+                (*i, known)
             })
             .collect::<Vec<_>>()
             .into_iter()
@@ -399,7 +408,7 @@ fn analyse_touched(
         unfinished,
         tables,
         entries,
-        patterns,
+        known,
     }
 }
 

@@ -635,8 +635,7 @@ fn with_records<R>(
     }
     let functions = fdata.functions;
     let mut touched = touched;
-    let patterns =
-        (touched.as_mut()).map_or_else(HashMap::new, |t| std::mem::take(&mut t.patterns));
+    let known = (touched.as_mut()).map_or_else(HashMap::new, |t| std::mem::take(&mut t.known));
     // The binary's facts depend on no line: found while the lines are filed (both phases
     // leave a core idle at times).
     let (lines, facts): (HashMap<u32, Lines>, _) = rayon::join(
@@ -649,7 +648,7 @@ fn with_records<R>(
                 with_intra(file_lines_of(fdata, parts), intra)
             }
         },
-        || BinaryFacts::of(data, functions, &patterns),
+        || BinaryFacts::of(data, functions, &known),
     );
     let mut profiled: Vec<u32> = lines.keys().copied().collect();
     profiled.sort_unstable();
@@ -669,7 +668,7 @@ fn with_records<R>(
         (true, false) => vec!["lbr"],
     };
     let consumed = consume(header, &profiled, &|i| maker.record(i));
-    crate::io::drop_in_background((maker.into_parts(), lines, patterns));
+    crate::io::drop_in_background((maker.into_parts(), lines, known));
     consumed
 }
 
@@ -736,10 +735,6 @@ fn cfg_records(
     (records, maker.found)
 }
 
-/// Jump-table patterns of functions already disassembled, by index, each with the entries its
-/// function's instructions allow.
-type Patterns = HashMap<u32, Vec<(super::indirect::Pattern, usize)>>;
-
 /// What the hashes and the landing pads need of the binary, whatever the profile: its data
 /// objects, relocations and call sites.
 struct BinaryFacts {
@@ -749,11 +744,11 @@ struct BinaryFacts {
 }
 
 impl BinaryFacts {
-    /// The facts of the ELF file `data`, the jump tables of functions already disassembled
-    /// taken from `patterns`.
-    fn of(data: &[u8], functions: &Functions, patterns: &Patterns) -> BinaryFacts {
+    /// The facts of the ELF file `data`, what they need of the functions already disassembled
+    /// taken from `known`.
+    fn of(data: &[u8], functions: &Functions, known: &super::memory::Known) -> BinaryFacts {
         BinaryFacts {
-            objects: DataObjects::from_elf_knowing(data, functions, patterns),
+            objects: DataObjects::from_elf_knowing(data, functions, known),
             relocations: hash::relocations(data),
             call_sites: object::File::parse(data)
                 .map(|file| super::eh::call_sites(&file))
