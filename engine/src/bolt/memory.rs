@@ -48,6 +48,27 @@ pub(crate) struct KnownFunction {
     pub(crate) rip_targets: Option<(usize, Vec<u64>)>,
 }
 
+impl KnownFunction {
+    /// What `f`'s disassembly `d` gives (nothing if BOLT could not disassemble it); its
+    /// RIP-relative targets are moved out of `d`.
+    pub(crate) fn taken_from<E>(
+        functions: &Functions,
+        f: &super::functions::Function,
+        d: &mut Result<super::cfg::Disassembled, E>,
+    ) -> KnownFunction {
+        let Ok(d) = d else {
+            return KnownFunction::default();
+        };
+        KnownFunction {
+            patterns: d.sized_table_patterns(functions, f),
+            rip_targets: Some((
+                functions.function_code(f).len(),
+                std::mem::take(&mut d.rip_targets),
+            )),
+        }
+    }
+}
+
 /// Functions already disassembled, by index.
 pub(crate) type Known = HashMap<u32, KnownFunction>;
 
@@ -814,17 +835,8 @@ mod tests {
         (0..functions.len())
             .map(|i| {
                 let f = functions.get(i);
-                let known = match cfg::disassemble(functions, f) {
-                    Ok(mut d) => KnownFunction {
-                        patterns: d.sized_table_patterns(functions, f),
-                        rip_targets: Some((
-                            functions.function_code(f).len(),
-                            std::mem::take(&mut d.rip_targets),
-                        )),
-                    },
-                    Err(_) => KnownFunction::default(),
-                };
-                (i as u32, known)
+                let mut d = cfg::disassemble(functions, f);
+                (i as u32, KnownFunction::taken_from(functions, f, &mut d))
             })
             .collect()
     }

@@ -366,17 +366,7 @@ fn analyse_touched(
         true => (phase_one.par_iter_mut())
             .map(|(i, d)| {
                 let f = functions.get(*i as usize);
-                let known = match d {
-                    Ok(d) => memory::KnownFunction {
-                        patterns: d.sized_table_patterns(functions, f),
-                        rip_targets: Some((
-                            functions.function_code(f).len(),
-                            std::mem::take(&mut d.rip_targets),
-                        )),
-                    },
-                    Err(_) => memory::KnownFunction::default(),
-                };
-                (*i, known)
+                (*i, memory::KnownFunction::taken_from(functions, f, d))
             })
             .collect::<Vec<_>>()
             .into_iter()
