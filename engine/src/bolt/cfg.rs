@@ -66,8 +66,9 @@ pub struct Block {
     pub last: Option<u64>,
     /// Whether the last instruction is a call (its successor is the call's continuation).
     pub ends_in_call: bool,
-    /// Indices of successor blocks.
-    pub successors: Vec<usize>,
+    /// Indices of successor blocks. Nearly every block has at most two, held inline: a
+    /// vector each was a million allocations for the YAML benchmark's CFGs.
+    pub successors: smallvec::SmallVec<[usize; 2]>,
     /// Whether the block is an exception landing pad (reached from the unwinder).
     pub is_landing_pad: bool,
     /// Whether the last successor is the fall-through edge (BOLT adds it after the taken

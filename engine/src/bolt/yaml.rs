@@ -386,7 +386,7 @@ impl<'c> Counted<'c> {
             let block = &cfg.blocks[from_bb];
             let ft = (block.successors.len() == 2).then(|| block.successors[1]);
             match ft {
-                Some(ft) if cfg.blocks[ft].successors == [to_bb] => {
+                Some(ft) if cfg.blocks[ft].successors[..] == [to_bb] => {
                     let e = self.edge(ft, to_bb).expect("checked");
                     e.0 = e.0.wrapping_add(count);
                     if count != 0 {
