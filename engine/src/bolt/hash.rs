@@ -179,8 +179,14 @@ impl BlockStrings {
 
     /// Sorts the current block's mnemonics and removes repeated ones.
     fn finish_mnemonics(&mut self) {
-        self.mnemonics.sort_unstable_by(AsmName::order);
-        self.mnemonics.dedup_by(|a, b| a.order(b).is_eq());
+        // Mnemonics of at most 16 bytes (all but a few AVX-512 ones) sort by their keys alone.
+        if self.mnemonics.iter().all(|m| m.text.len() <= 16) {
+            self.mnemonics.sort_unstable_by_key(|m| m.key);
+            self.mnemonics.dedup_by_key(|m| m.key);
+        } else {
+            self.mnemonics.sort_unstable_by(AsmName::order);
+            self.mnemonics.dedup_by(|a, b| a.order(b).is_eq());
+        }
     }
 
     /// Adds a mnemonic to the current block's set.
