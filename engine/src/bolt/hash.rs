@@ -179,7 +179,8 @@ impl BlockStrings {
 
     /// Sorts the current block's mnemonics and removes repeated ones.
     fn finish_mnemonics(&mut self) {
-        // Mnemonics of at most 16 bytes (all but a few AVX-512 ones) sort by their keys alone.
+        // Mnemonics of at most 16 bytes (all but a few, such as `sha256rnds2%xmm0,` and the
+        // `{sae}` forms of AVX-512 conversions) sort by their keys alone.
         if self.mnemonics.iter().all(|m| m.text.len() <= 16) {
             self.mnemonics.sort_unstable_by_key(|m| m.key);
             self.mnemonics.dedup_by_key(|m| m.key);

@@ -231,7 +231,8 @@ unsafe impl<K: bytemuck::Zeroable, C: bytemuck::Zeroable> bytemuck::Zeroable for
 /// A table's slots, allocated zeroed. Large tables come from the global allocator rather than
 /// a mapping of their own: a program that keeps freed memory (`perf2bolt`) then reuses the
 /// capture's tables for the phases after the read instead of faulting in fresh pages for
-/// them (6 % less wall time for the YAML benchmark, PERF.md, seventh session).
+/// them (on the YAML benchmark, 6 % less wall time in one series of eight rounds, within
+/// noise in the next; PERF.md, seventh session).
 type Slots<K, C> = Vec<Slot<K, C>>;
 
 /// The largest batch [`TraceTable::add_batch`] prefetches at once.
