@@ -20,7 +20,7 @@
 //!   a pattern that spans blocks, or an unknown jump in a block without an epilogue, makes the
 //!   function non-simple.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, Mnemonic, OpKind};
 
@@ -160,7 +160,7 @@ pub fn analyse(functions: &Functions, f: &Function) -> Body {
             entries.extend(&d.own_entries);
             entries.sort_unstable();
             entries.dedup();
-            finish(functions, f, d, &BTreeSet::new(), &entries)
+            finish(functions, f, d, &TableStarts::default(), &entries)
         }
         Err(body) => body,
     }
@@ -172,6 +172,50 @@ pub(crate) const UNSUPPORTED: &str = "jrcxz, jecxz or loop, which BOLT does not 
 /// A function decoded, with its indirect jumps classified: the first of two phases, so that
 /// jump tables can be bounded by the tables of every function analysed (BOLT bounds each table
 /// by the next one it knows of in the whole binary).
+/// The start addresses of jump tables, ascending and each once: the CFGs bound each table by
+/// the next one, and the hashes ask of every memory operand whether a table starts there.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TableStarts(Vec<u64>);
+
+impl TableStarts {
+    /// The starts among `addresses`.
+    pub(crate) fn from_addresses(addresses: impl IntoIterator<Item = u64>) -> TableStarts {
+        let mut starts: Vec<u64> = addresses.into_iter().collect();
+        starts.sort_unstable();
+        starts.dedup();
+        TableStarts(starts)
+    }
+
+    /// The tables that the disassembled functions among `phase_one` dispatch through.
+    pub(crate) fn of<'a, E: 'a>(
+        phase_one: impl IntoIterator<Item = &'a Result<Disassembled, E>>,
+    ) -> TableStarts {
+        Self::from_addresses(
+            (phase_one.into_iter())
+                .filter_map(|d| d.as_ref().ok())
+                .flat_map(|d| d.table_addresses()),
+        )
+    }
+
+    /// Whether a table starts at `addr`. Most memory operands' displacements (stack offsets)
+    /// lie below the first table: those pay two compares.
+    pub(crate) fn contains(&self, addr: u64) -> bool {
+        match (self.0.first(), self.0.last()) {
+            (Some(&first), Some(&last)) if (first..=last).contains(&addr) => {
+                self.0.binary_search(&addr).is_ok()
+            }
+            _ => false,
+        }
+    }
+
+    /// The first table starting after `address`.
+    pub(crate) fn next_after(&self, address: u64) -> Option<u64> {
+        self.0
+            .get(self.0.partition_point(|&t| t <= address))
+            .copied()
+    }
+}
+
 pub(crate) struct Disassembled {
     decoded: Vec<Decoded>,
     dispatches: Vec<(usize, Classified)>,
@@ -494,7 +538,7 @@ pub(crate) fn finish(
     functions: &Functions,
     f: &Function,
     d: Disassembled,
-    known_tables: &BTreeSet<u64>,
+    known_tables: &TableStarts,
     entries: &[u64],
 ) -> Body {
     let (insns, tables) = lay_out(functions, f, &d, known_tables);
@@ -613,7 +657,7 @@ fn lay_out(
     functions: &Functions,
     f: &Function,
     d: &Disassembled,
-    known_tables: &BTreeSet<u64>,
+    known_tables: &TableStarts,
 ) -> (Vec<Insn>, Vec<Vec<u64>>) {
     let (decoded, dispatches) = (&d.decoded, &d.dispatches);
     let starts = d.instruction_starts();
@@ -648,7 +692,7 @@ fn read_tables(
     f: &Function,
     dispatches: &[(usize, Classified)],
     starts: &[u64],
-    known_tables: &BTreeSet<u64>,
+    known_tables: &TableStarts,
 ) -> (BTreeMap<usize, usize>, Vec<Vec<u64>>) {
     let patterns: Vec<(usize, indirect::Pattern)> = dispatches
         .iter()
@@ -657,13 +701,11 @@ fn read_tables(
             _ => None,
         })
         .collect();
-    let own: BTreeSet<u64> = patterns.iter().map(|(_, p)| p.address).collect();
+    let own = TableStarts::from_addresses(patterns.iter().map(|(_, p)| p.address));
     // The next table after `address`, of this function or of any other one.
     let next_table = |address: u64| {
-        let next_in = |set: &BTreeSet<u64>| set.range(address + 1..).next().copied();
-        next_in(&own)
-            .into_iter()
-            .chain(next_in(known_tables))
+        (own.next_after(address).into_iter())
+            .chain(known_tables.next_after(address))
             .min()
             .unwrap_or(u64::MAX)
     };

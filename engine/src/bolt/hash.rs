@@ -18,12 +18,12 @@
 //! Tested equal to perf2bolt 22's YAML and to the BAT sections of llvm-bolt 19 and 22 on every
 //! block of the test programs (`engine/tests/it/bolt_hashes.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::cfg::Cfg;
+use super::cfg::{Cfg, TableStarts};
 use super::functions::{Function, Functions};
 use super::memory::DataObjects;
 use super::x86::{self, AsmName, Llvm, McOp};
@@ -35,24 +35,17 @@ pub struct Context<'a> {
     pub functions: &'a Functions,
     /// BOLT's data objects.
     pub objects: &'a DataObjects,
-    /// Start addresses of the jump tables found, ascending.
-    pub jump_tables: &'a [u64],
+    /// Start addresses of the jump tables found.
+    pub(crate) jump_tables: &'a TableStarts,
     /// The static relocations of code sections (binaries linked with `--emit-relocs`, which
     /// llvm-bolt rewrites in relocation mode), by the address of the field they patch.
     pub relocations: &'a BTreeMap<u64, Relocation>,
 }
 
 impl Context<'_> {
-    /// Whether a jump table starts at `addr`. Asked of every memory operand's displacement,
-    /// most of which (stack offsets) lie below the first table: those pay two compares.
+    /// Whether a jump table starts at `addr`.
     fn is_jump_table(&self, addr: u64) -> bool {
-        let tables = self.jump_tables;
-        match (tables.first(), tables.last()) {
-            (Some(&first), Some(&last)) if (first..=last).contains(&addr) => {
-                tables.binary_search(&addr).is_ok()
-            }
-            _ => false,
-        }
+        self.jump_tables.contains(addr)
     }
 }
 
@@ -554,18 +547,13 @@ pub fn binary(data: &[u8], functions: &Functions, v: Llvm) -> Vec<FunctionHashes
         .into_par_iter()
         .map(|f| (f, cfg::disassemble(functions, f)))
         .collect();
-    let jump_tables: BTreeSet<u64> = phase_one
-        .iter()
-        .filter_map(|(_, d)| d.as_ref().ok())
-        .flat_map(|d| d.table_addresses())
-        .collect();
-    let table_list: Vec<u64> = jump_tables.iter().copied().collect();
+    let jump_tables = cfg::TableStarts::of(phase_one.iter().map(|(_, d)| d));
     let objects = DataObjects::from_elf(data, functions);
     let relocations = relocations(data);
     let ctx = Context {
         functions,
         objects: &objects,
-        jump_tables: &table_list,
+        jump_tables: &jump_tables,
         relocations: &relocations,
     };
     phase_one

@@ -251,21 +251,16 @@ impl DataObjects {
                 (!patterns.is_empty()).then_some((f, patterns))
             })
             .collect();
-        let known: std::collections::BTreeSet<u64> = per_function
-            .iter()
-            .flat_map(|(_, p)| p.iter().map(|(t, _)| t.address))
-            .collect();
+        let known = super::cfg::TableStarts::from_addresses(
+            (per_function.iter()).flat_map(|(_, p)| p.iter().map(|(t, _)| t.address)),
+        );
         for (f, patterns) in per_function {
             let mut ids: Vec<u64> = Vec::new();
             for (p, on_instructions) in patterns {
                 if ids.contains(&p.address) {
                     continue;
                 }
-                let limit = known
-                    .range(p.address + 1..)
-                    .next()
-                    .copied()
-                    .unwrap_or(u64::MAX);
+                let limit = known.next_after(p.address).unwrap_or(u64::MAX);
                 let bounded = super::indirect::entries(functions, f, p, limit, None).len();
                 let entries = bounded.min(on_instructions) as u64;
                 let size = entries * if p.pic { 4 } else { 8 };

@@ -155,7 +155,7 @@ pub(crate) struct Touched {
     /// The first phase of the others' (no trace starts in them).
     pub(crate) unfinished: Vec<(u32, Result<cfg::Disassembled, Body>)>,
     /// The jump tables' starts.
-    pub(crate) tables: std::collections::BTreeSet<u64>,
+    pub(crate) tables: cfg::TableStarts,
     /// Their secondary entry points (offsets, ascending).
     pub(crate) entries: HashMap<u32, Vec<u64>>,
     /// What the data objects need of them (their jump-table patterns and RIP-relative
@@ -378,11 +378,7 @@ fn analyse_touched(
             *d = Err(Body::NoCfg(why.clone()));
         }
     }
-    let tables: std::collections::BTreeSet<u64> = phase_one
-        .iter()
-        .filter_map(|(_, d)| d.as_ref().ok())
-        .flat_map(|d| d.table_addresses())
-        .collect();
+    let tables = cfg::TableStarts::of(phase_one.iter().map(|(_, d)| d));
     let (started, mut unfinished): (Vec<_>, Vec<_>) = phase_one
         .into_iter()
         .partition(|(i, _)| starts.binary_search(i).is_ok());
@@ -462,7 +458,7 @@ fn members(set: &[u64]) -> Vec<u32> {
 fn finish_bodies(
     functions: &Functions,
     phase_one: Vec<(u32, Result<cfg::Disassembled, Body>)>,
-    tables: &std::collections::BTreeSet<u64>,
+    tables: &cfg::TableStarts,
     entries: &HashMap<u32, Vec<u64>>,
 ) -> Vec<(u32, Body)> {
     phase_one

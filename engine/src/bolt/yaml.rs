@@ -27,7 +27,6 @@ mod bolted;
 pub use bolted::{bat_profile, TableError};
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 
 use hashbrown::HashMap;
 use iced_x86::{ConditionCode, FlowControl, Instruction, Mnemonic, OpKind};
@@ -35,7 +34,7 @@ use rayon::prelude::*;
 
 use formats::bolt::yaml;
 
-use super::cfg::{self, Body, Cfg};
+use super::cfg::{self, Body, Cfg, TableStarts};
 use super::eh::CallSite;
 use super::functions::{Function, Functions};
 use super::hash;
@@ -426,11 +425,7 @@ fn bodies(functions: &Functions, indices: &[u32], scan: bool) -> Bodies {
             *d = Err(Body::NoCfg(why.clone()));
         }
     }
-    let tables: BTreeSet<u64> = phase_one
-        .iter()
-        .filter_map(|(_, d)| d.as_ref().ok())
-        .flat_map(|d| d.table_addresses())
-        .collect();
+    let tables = TableStarts::of(phase_one.iter().map(|(_, d)| d));
     let bodies = super::finish_bodies(functions, phase_one, &tables, &entries)
         .into_iter()
         .collect();
@@ -464,7 +459,7 @@ struct Bodies {
     /// The CFGs (or why none) of the functions asked for.
     bodies: HashMap<u32, Body>,
     /// The jump tables' starts.
-    tables: BTreeSet<u64>,
+    tables: TableStarts,
     /// The functions' secondary entry points (offsets, ascending).
     entries: HashMap<u32, Vec<u64>>,
 }
@@ -767,8 +762,6 @@ struct RecordMaker<'a> {
     objects: DataObjects,
     relocations: std::collections::BTreeMap<u64, hash::Relocation>,
     call_sites: HashMap<u64, Vec<CallSite>>,
-    /// `found.tables` as a list, for the hashes' lookups.
-    jump_tables: Vec<u64>,
     use_dfs: bool,
     bat: Option<&'a BatIndex<'a>>,
 }
@@ -791,7 +784,6 @@ impl<'a> RecordMaker<'a> {
             fdata,
             lines,
             numbers: (0..functions.len()).map(|i| functions.number(i)).collect(),
-            jump_tables: found.tables.iter().copied().collect(),
             found,
             objects,
             relocations,
@@ -820,7 +812,7 @@ impl<'a> RecordMaker<'a> {
         let ctx = hash::Context {
             functions,
             objects: &self.objects,
-            jump_tables: &self.jump_tables,
+            jump_tables: &self.found.tables,
             relocations: &self.relocations,
         };
         let f = functions.get(i as usize);
