@@ -2,6 +2,7 @@
 
 pub mod input;
 pub mod inputs;
+mod ordered;
 pub mod output;
 pub mod progress;
 pub mod remap;

@@ -162,67 +162,15 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
     }
 }
 
-/// At most how many items [`write_formatted`] formats at once, in `CHUNKS_PER_BATCH` parallel
-/// chunks. Small enough that the text buffers get reused: an fdata line can take 200 bytes
-/// (long C++ names), and fresh pages for 2 × 2^16 lines were 16 % of an export's CPU time (the
-/// kernel clearing them; PERF.md, the fleet path).
-const ITEMS_PER_BATCH: usize = 1 << 14;
-const CHUNKS_PER_BATCH: usize = 16;
-/// The first batch's items, and the text a batch aims at: items of a few KB (a YAML
-/// function record) would otherwise make batches of tens of MB, each in fresh buffers.
-const FIRST_BATCH: usize = 1 << 10;
-const BATCH_BYTES: usize = 1 << 21;
-
-/// The size of the batch after one of `items` items that took `bytes` bytes: about
-/// [`BATCH_BYTES`] of text, within [`CHUNKS_PER_BATCH`] and [`ITEMS_PER_BATCH`] items.
-fn next_batch_size(items: usize, bytes: usize) -> usize {
-    let per_item = bytes.div_ceil(items.max(1)).max(1);
-    (BATCH_BYTES / per_item).clamp(CHUNKS_PER_BATCH, ITEMS_PER_BATCH)
-}
-
-/// Writes `items` as `format` prints them, formatting in parallel a batch at a time (so the
-/// text in memory stays bounded) while this thread writes the previous batch. The two sets of
-/// buffers are reused: fresh ones would cost page faults for every batch.
+/// Writes `items` as `format` prints them, formatting chunks of items on the rayon pool
+/// while this thread writes the chunks done, in order (see [`super::ordered`]): the text in
+/// memory stays bounded, and its buffers are reused (fresh ones would cost page faults).
 pub fn write_formatted<T: Sync>(
     out: &mut dyn Write,
     items: &[T],
     format: impl Fn(&[T], &mut Vec<u8>) -> std::io::Result<()> + Sync,
 ) -> std::io::Result<()> {
-    use rayon::prelude::*;
-    let mut formatting: Vec<Vec<u8>> = vec![Vec::new(); CHUNKS_PER_BATCH];
-    let mut formatted: Vec<Vec<u8>> = vec![Vec::new(); CHUNKS_PER_BATCH];
-    let mut ready = 0;
-    let format_batch = |batch: &[T], texts: &mut [Vec<u8>]| {
-        let per_chunk = batch.len().div_ceil(CHUNKS_PER_BATCH);
-        batch
-            .par_chunks(per_chunk)
-            .zip(texts.par_iter_mut())
-            .try_for_each(|(chunk, text)| {
-                text.clear();
-                format(chunk, text)
-            })
-            .map(|()| batch.len().div_ceil(per_chunk))
-    };
-    let mut rest = items;
-    let mut batch_size = FIRST_BATCH;
-    while !rest.is_empty() {
-        let (batch, after) = rest.split_at(batch_size.min(rest.len()));
-        rest = after;
-        let (written, chunks) = std::thread::scope(|scope| {
-            let formatter = scope.spawn(|| format_batch(batch, &mut formatting));
-            let written = formatted[..ready].iter().try_for_each(|t| out.write_all(t));
-            let chunks = formatter
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (written, chunks)
-        });
-        written?;
-        ready = chunks?;
-        let bytes = formatting[..ready].iter().map(Vec::len).sum();
-        batch_size = next_batch_size(batch.len(), bytes);
-        std::mem::swap(&mut formatting, &mut formatted);
-    }
-    formatted[..ready].iter().try_for_each(|t| out.write_all(t))
+    super::ordered::write_in_order(out, items, format)
 }
 
 #[cfg(test)]
