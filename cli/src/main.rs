@@ -22,11 +22,12 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc v3's `mi_option_purge_delay`, `mi_option_page_reclaim_on_free` and
-/// `mi_option_page_cross_thread_max_reclaim` (their indices in `mi_option_e` of the vendored
+/// mimalloc v3's `mi_option_purge_delay`, `mi_option_page_reclaim_on_free`,
+/// `mi_option_page_full_retain` and `mi_option_page_cross_thread_max_reclaim` (their indices in `mi_option_e` of the vendored
 /// `mimalloc.h`; libmimalloc-sys names no constant for them).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 const MI_OPTION_PAGE_RECLAIM_ON_FREE: libmimalloc_sys::mi_option_t = 35;
+const MI_OPTION_PAGE_FULL_RETAIN: libmimalloc_sys::mi_option_t = 36;
 const MI_OPTION_PAGE_CROSS_THREAD_MAX_RECLAIM: libmimalloc_sys::mi_option_t = 42;
 
 /// mimalloc v3 keeps freed memory resident for 1 s (its arenas' for 10 s) before returning it
@@ -49,11 +50,14 @@ fn tune_allocator() {
 /// that is, so that their free room is allocated again. mimalloc's defaults left them
 /// abandoned: 410–440 MB committed for about 265 MB live at the YAML benchmark's peak, each
 /// MB a fresh page to clear. With both: 2.77 → 2.57 s (median of 8 alternated rounds), CPU
-/// 5.39 → 5.01 s (PERF.md, eighth session).
+/// 5.39 → 5.01 s. And a page whose blocks are all free goes back to the arena at once, for
+/// any thread and size class to take, instead of two per size class staying with their
+/// thread: 2.61 → 2.45 s, CPU 5.00 → 4.75 s (10 rounds; PERF.md, eighth session).
 fn keep_freed_memory() {
     set_purge_delay(-1);
     set_option(MI_OPTION_PAGE_RECLAIM_ON_FREE, 1);
     set_option(MI_OPTION_PAGE_CROSS_THREAD_MAX_RECLAIM, -1);
+    set_option(MI_OPTION_PAGE_FULL_RETAIN, 0);
 }
 
 fn set_purge_delay(milliseconds: std::ffi::c_long) {
@@ -292,17 +296,21 @@ mod allocator_tests {
         }
         tune_allocator();
         assert_eq!(get(MI_OPTION_PURGE_DELAY), 10);
-        // The reclaim options' defaults (options.c), read before anything sets them.
+        // The page options' defaults (options.c), read before anything sets them.
         if std::env::var_os("MIMALLOC_PAGE_RECLAIM_ON_FREE").is_none() {
             assert_eq!(get(MI_OPTION_PAGE_RECLAIM_ON_FREE), 0);
         }
         if std::env::var_os("MIMALLOC_PAGE_CROSS_THREAD_MAX_RECLAIM").is_none() {
             assert_eq!(get(MI_OPTION_PAGE_CROSS_THREAD_MAX_RECLAIM), 32);
         }
+        if std::env::var_os("MIMALLOC_PAGE_FULL_RETAIN").is_none() {
+            assert_eq!(get(MI_OPTION_PAGE_FULL_RETAIN), 2);
+        }
         keep_freed_memory();
         assert_eq!(get(MI_OPTION_PURGE_DELAY), -1);
         assert_eq!(get(MI_OPTION_PAGE_RECLAIM_ON_FREE), 1);
         assert_eq!(get(MI_OPTION_PAGE_CROSS_THREAD_MAX_RECLAIM), -1);
+        assert_eq!(get(MI_OPTION_PAGE_FULL_RETAIN), 0);
         tune_allocator();
     }
 }
