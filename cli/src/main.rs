@@ -23,8 +23,8 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc v3's `mi_option_purge_delay`, `mi_option_page_reclaim_on_free`,
-/// `mi_option_page_full_retain` and `mi_option_page_cross_thread_max_reclaim` (their indices in `mi_option_e` of the vendored
-/// `mimalloc.h`; libmimalloc-sys names no constant for them).
+/// `mi_option_page_full_retain` and `mi_option_page_cross_thread_max_reclaim`: their indices
+/// in `mi_option_e` of the vendored `mimalloc.h` (libmimalloc-sys names no constant for them).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 const MI_OPTION_PAGE_RECLAIM_ON_FREE: libmimalloc_sys::mi_option_t = 35;
 const MI_OPTION_PAGE_FULL_RETAIN: libmimalloc_sys::mi_option_t = 36;
@@ -48,7 +48,7 @@ fn tune_allocator() {
 /// Also, pages of threads that have ended (the scoped threads that load the binary and read
 /// the capture) are taken over by the thread that frees a block in them, whichever thread
 /// that is, so that their free room is allocated again. mimalloc's defaults left them
-/// abandoned: 410–440 MB committed for about 265 MB live at the YAML benchmark's peak, each
+/// abandoned: 410–440 MB committed for 265–300 MB live at the YAML benchmark's peak, each
 /// MB a fresh page to clear. With both: 2.77 → 2.57 s (median of 8 alternated rounds), CPU
 /// 5.39 → 5.01 s. And a page whose blocks are all free goes back to the arena at once, for
 /// any thread and size class to take, instead of two per size class staying with their

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Chunks formatted or being formatted ahead of the writer; also the number of text buffers.
-pub(crate) const WINDOW: usize = 32;
+const WINDOW: usize = 32;
 /// Items in each of the first chunks, before the bytes per item are known.
 const FIRST_CHUNK_ITEMS: usize = 64;
 /// The text a chunk aims at (two windows of it stay far below the output's memory).
