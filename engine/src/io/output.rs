@@ -163,7 +163,7 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
 }
 
 /// Writes `items` as `format` prints them, formatting chunks of items on the rayon pool
-/// while this thread writes the chunks done, in order (see [`super::ordered`]): the text in
+/// while this thread writes the chunks done, in order (see `io::ordered`): the text in
 /// memory stays bounded, and its buffers are reused (fresh ones would cost page faults).
 pub fn write_formatted<T: Sync>(
     out: &mut dyn Write,
