@@ -169,9 +169,6 @@ pub fn analyse(functions: &Functions, f: &Function) -> Body {
 /// Why BOLT ignores a function with `jrcxz`, `jecxz` or `loop*` (or one they jump into).
 pub(crate) const UNSUPPORTED: &str = "jrcxz, jecxz or loop, which BOLT does not support";
 
-/// A function decoded, with its indirect jumps classified: the first of two phases, so that
-/// jump tables can be bounded by the tables of every function analysed (BOLT bounds each table
-/// by the next one it knows of in the whole binary).
 /// The start addresses of jump tables, ascending and each once: the CFGs bound each table by
 /// the next one, and the hashes ask of every memory operand whether a table starts there.
 #[derive(Clone, Debug, Default)]
@@ -216,6 +213,9 @@ impl TableStarts {
     }
 }
 
+/// A function decoded, with its indirect jumps classified: the first of two phases, so that
+/// jump tables can be bounded by the tables of every function analysed (BOLT bounds each table
+/// by the next one it knows of in the whole binary).
 pub(crate) struct Disassembled {
     decoded: Vec<Decoded>,
     dispatches: Vec<(usize, Classified)>,

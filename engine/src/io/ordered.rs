@@ -195,10 +195,9 @@ fn format_claim<T>(
             }
         }
     }
-    let guard = FailOnUnwind(shared);
+    let _guard = FailOnUnwind(shared);
     claim.text.clear();
     let formatted = format(&items[claim.items.clone()], &mut claim.text);
-    std::mem::forget(guard);
     shared.finish(claim, formatted);
 }
 
