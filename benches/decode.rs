@@ -10,6 +10,9 @@ use engine::perf::binary::BinaryInfo;
 use engine::perf::capture::Input;
 use engine::perf::mapping::Rules;
 use engine::perf::table::{Counts, Trace, TraceTable};
+use formats::store::{
+    BinaryMeta, BlockCursor, Row, Section, Store, StoreMeta, StoreWriter, TraceRow,
+};
 
 fn capture(dir: &Path, mib: u64) -> (std::path::PathBuf, std::path::PathBuf) {
     let binary = dir.join("bench-binary");
@@ -149,10 +152,91 @@ fn merge_disjoint_tables(c: &mut Criterion) {
     group.finish();
 }
 
+/// Trace rows shaped like a partial store's (a generated capture's): sources a few bytes
+/// apart, about a third repeating the previous row's; targets up to a few hundred KiB from
+/// their source; fall-throughs near their start; small counts. Sorted, distinct keys.
+fn store_like_traces(n: usize) -> Vec<TraceRow> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut rows = Vec::with_capacity(n);
+    let mut branch = 0x1000u64;
+    while rows.len() < n {
+        branch += 1 + next() % 48;
+        for _ in 0..1 + next() % 3 {
+            let reach = 1u64 << (4 + next() % 16);
+            let from = (branch + next() % reach).saturating_sub(reach / 2);
+            let to = from + next() % 160;
+            let count = 1 + next() % 3;
+            rows.push(TraceRow {
+                branch,
+                from,
+                to,
+                count,
+                mispreds: 0,
+            });
+        }
+    }
+    rows.sort_by(|a, b| a.key_cmp(b));
+    rows.dedup_by(|a, b| a.key_cmp(b).is_eq());
+    rows
+}
+
+/// Decoding a store's trace blocks, the inner loop of `profmill merge` (each input's rows
+/// are decoded straight into the sums): rows per second of `BlockCursor::rows_while`.
+fn store_block_decode(c: &mut Criterion) {
+    let rows = store_like_traces(1 << 18);
+    let mut w = StoreWriter::new(Vec::new()).expect("in memory");
+    w.meta(&StoreMeta::default()).expect("in memory");
+    let meta = BinaryMeta {
+        name: b"bench".to_vec(),
+        ..BinaryMeta::default()
+    };
+    let b = w.binary(&meta).expect("in memory");
+    let mut table = w.table::<TraceRow>(b).expect("in memory");
+    for r in &rows {
+        table.push(r).expect("in memory");
+    }
+    table.finish().expect("in memory");
+    let bytes = w.finish().expect("in memory");
+    let store = Store::parse(&bytes).expect("just written");
+    let blocks: Vec<(&[u8], Section)> = store.binaries()[0]
+        .1
+        .blocks(TraceRow::KIND)
+        .iter()
+        .map(|s| {
+            (
+                &bytes[s.offset as usize..(s.offset + s.length) as usize],
+                *s,
+            )
+        })
+        .collect();
+    let mut group = c.benchmark_group("store");
+    group.throughput(Throughput::Elements(rows.len() as u64));
+    group.bench_function("decode_trace_blocks", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for (block, section) in &blocks {
+                let mut cursor = BlockCursor::<TraceRow>::new(block, section).expect("valid");
+                let stop =
+                    cursor.rows_while(block, |_| true, |r| sum = sum.wrapping_add(r.to ^ r.count));
+                assert!(stop.expect("valid").is_none());
+            }
+            sum
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     aggregate_capture,
     trace_tables,
-    merge_disjoint_tables
+    merge_disjoint_tables,
+    store_block_decode
 );
 criterion_main!(benches);

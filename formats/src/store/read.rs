@@ -8,7 +8,7 @@ use zerocopy::FromBytes;
 use crate::bytes::{Endian, ReadError, Reader};
 
 use super::raw::{FileHeader, TocEntry, Trailer};
-use super::rows::BlockUleb;
+use super::rows::{key_less, BlockUleb};
 use super::{
     checksum, BinaryMeta, Row, SectionKind, StoreError, StoreErrorKind, StoreMeta, END_MAGIC,
     MAGIC, NO_BINARY, VERSION,
@@ -334,6 +334,17 @@ impl<R: Row> BlockCursor<R> {
         })
     }
 
+    /// The start of block `s`, its checksum not checked (tests decode damaged blocks).
+    #[cfg(test)]
+    pub(crate) fn new_unchecked(s: &Section) -> BlockCursor<R> {
+        BlockCursor {
+            section: *s,
+            pos: 0,
+            prev: None,
+            left: s.rows,
+        }
+    }
+
     /// The block.
     pub fn section(&self) -> &Section {
         &self.section
@@ -393,24 +404,68 @@ impl<R: Row> BlockCursor<R> {
         mut take: impl FnMut(R),
     ) -> Result<Option<R>, StoreError> {
         let mut u = BlockUleb::new(bytes, self.pos);
-        let mut prev = self.prev;
+        let mut left = self.left;
+        // The block's first row follows nothing; every later one follows `prev`. The loop
+        // carries the previous row itself, not an `Option` of it, in locals (not in `self`),
+        // and takes rows at one place only, so that `take` is inlined.
+        let (mut prev, mut first) = match self.prev {
+            Some(prev) => (prev, None),
+            None if left == 0 => {
+                // An empty block.
+                return match self.pos == bytes.len() {
+                    true => Ok(None),
+                    false => Err(self.section.error(self.offset(), StoreErrorKind::RowCount)),
+                };
+            }
+            None => {
+                let row = self.decode_after(bytes, &mut u, None)?;
+                left -= 1;
+                (row, Some(row))
+            }
+        };
         let mut stop = None;
-        while self.left > 0 {
-            let row = self.decode_after(bytes, &mut u, prev)?;
-            prev = Some(row);
-            self.left -= 1;
+        loop {
+            let row = match first.take() {
+                Some(row) => row,
+                None if left == 0 => break,
+                None => {
+                    let at = u.pos;
+                    let row = match R::decode_from(&prev, &mut u) {
+                        Some(row) if key_less(prev.packed_key(), row.packed_key()) => row,
+                        _ => return Err(self.bad_row(bytes, at, prev)),
+                    };
+                    prev = row;
+                    left -= 1;
+                    row
+                }
+            };
             if !below(&row) {
                 stop = Some(row);
                 break;
             }
             take(row);
         }
+        self.left = left;
         self.pos = u.pos;
-        self.prev = prev;
-        if self.left == 0 && self.pos != bytes.len() {
+        self.prev = Some(prev);
+        if left == 0 && self.pos != bytes.len() {
             return Err(self.section.error(self.offset(), StoreErrorKind::RowCount));
         }
         Ok(stop)
+    }
+
+    /// The error of the row at byte `at`, which follows `prev` but could not be read or does
+    /// not follow it.
+    #[cold]
+    fn bad_row(&self, bytes: &[u8], at: usize, prev: R) -> StoreError {
+        let mut u = BlockUleb::new(bytes, at);
+        match self.decode_after(bytes, &mut u, Some(prev)) {
+            Err(e) => e,
+            // Not reached: the fast loop found this row unreadable or out of order.
+            Ok(_) => self
+                .section
+                .error(self.section.offset + at as u64, StoreErrorKind::Unsorted),
+        }
     }
 
     /// The row after `prev` at `u`'s position, checked to follow it.
@@ -425,7 +480,7 @@ impl<R: Row> BlockCursor<R> {
         let Some(row) = R::decode_from(&prev.unwrap_or_default(), u) else {
             return Err(self.row_error(bytes, at, prev));
         };
-        if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
+        if prev.is_some_and(|p| !key_less(p.packed_key(), row.packed_key())) {
             let offset = self.section.offset + at as u64;
             return Err(self.section.error(offset, StoreErrorKind::Unsorted));
         }

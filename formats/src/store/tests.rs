@@ -293,3 +293,79 @@ fn unsorted_hosts_are_refused_by_the_reader() {
     assert_eq!(e.kind, StoreErrorKind::Unsorted);
     assert_eq!(e.section.map(|s| s.0), Some(SectionKind::Meta));
 }
+
+/// Everything [`BlockCursor::next_row`] reads from `bytes` (a block's, whatever they hold):
+/// the rows, then the error or the end.
+fn rows_one_by_one(bytes: &[u8], s: &Section) -> (Vec<TraceRow>, Option<StoreError>) {
+    let mut cursor = BlockCursor::<TraceRow>::new_unchecked(s);
+    let mut rows = Vec::new();
+    loop {
+        match cursor.next_row(bytes) {
+            Ok(Some(row)) => rows.push(row),
+            Ok(None) => return (rows, None),
+            Err(e) => return (rows, Some(e)),
+        }
+    }
+}
+
+/// The same through [`BlockCursor::rows_while`], called for one key range after another (the
+/// merge's way), each call's stopping row kept; the first row read by `next_row` first if
+/// `first_alone` (as the merge reads it).
+fn rows_by_ranges(
+    bytes: &[u8],
+    s: &Section,
+    ends: &[[u64; 3]],
+    first_alone: bool,
+) -> (Vec<TraceRow>, Option<StoreError>) {
+    let mut cursor = BlockCursor::<TraceRow>::new_unchecked(s);
+    let mut rows = Vec::new();
+    if first_alone {
+        match cursor.next_row(bytes) {
+            Ok(Some(row)) => rows.push(row),
+            Ok(None) => return (rows, None),
+            Err(e) => return (rows, Some(e)),
+        }
+    }
+    for end in ends.iter().copied().map(Some).chain([None]) {
+        let below = |r: &TraceRow| end.is_none_or(|e| r.packed_key() < e);
+        match cursor.rows_while(bytes, below, |r| rows.push(r)) {
+            // The first row past the range (the merge holds it for a later range).
+            Ok(Some(row)) => rows.push(row),
+            Ok(None) => return (rows, None),
+            Err(e) => return (rows, Some(e)),
+        }
+    }
+    // The last range has no end: its call reads the block to the end.
+    unreachable!("a call without an end stops only at the block's end or an error")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The merge's bulk decoder reads what the row-by-row one reads, from intact blocks and
+    /// from blocks with a damaged byte (past the checksum, which the merge checks first):
+    /// the same rows, and then the same error, at the same offset.
+    #[test]
+    fn decoding_by_ranges_equals_decoding_row_by_row(
+        c in content(),
+        ends in proptest::collection::vec((0u64..5000, 0u64..5000, 0u64..64), 0..6),
+        damage in proptest::option::of((any::<prop::sample::Index>(), any::<u8>())),
+    ) {
+        let bytes = write(&c);
+        let store = Store::parse(&bytes).unwrap();
+        let mut ends: Vec<[u64; 3]> = ends.into_iter().map(|(a, b, c)| [a, b, c]).collect();
+        ends.sort();
+        for (_, layout) in store.binaries() {
+            for s in layout.blocks(SectionKind::Traces) {
+                let mut block = bytes[s.offset as usize..(s.offset + s.length) as usize].to_vec();
+                if let Some((at, byte)) = damage {
+                    let i = at.index(block.len());
+                    block[i] = byte;
+                }
+                let expected = rows_one_by_one(&block, s);
+                prop_assert_eq!(rows_by_ranges(&block, s, &ends, false), expected.clone());
+                prop_assert_eq!(rows_by_ranges(&block, s, &ends, true), expected);
+            }
+        }
+    }
+}
