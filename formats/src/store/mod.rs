@@ -275,9 +275,10 @@ pub fn check_fuzz_input(data: &[u8]) {
     assert_eq!(again.rewrite().expect("a rewritten store reads"), bytes);
 }
 
-/// The bulk decoder that `merge` uses ([`BlockCursor::next_rows`], a few rows at a time) reads
-/// every block of binary `b` of `store` (whose bytes are `data`) as the row-by-row decoder
-/// does: the same rows, and the same error where that has one.
+/// The bulk decoders — [`BlockCursor::rows_while`], which `merge` uses one key range after
+/// another, and [`BlockCursor::next_rows`], a few rows at a time — read every block of binary
+/// `b` of `store` (whose bytes are `data`) as the row-by-row decoder does: the same rows, and
+/// the same error where that has one.
 fn bulk_decoding_equals_row_by_row<R: Row>(store: &Store<'_>, data: &[u8], b: usize) {
     for s in store.binaries()[b].1.blocks(R::KIND) {
         let Some(bytes) = usize::try_from(s.offset)
@@ -296,6 +297,24 @@ fn bulk_decoding_equals_row_by_row<R: Row>(store: &Store<'_>, data: &[u8], b: us
             Ok(rows)
         };
         assert_eq!(bulk(), one_by_one, "block at {}", s.offset);
+        // Ranges that end at every third row's key, then one without an end.
+        let ends: Vec<[u64; 3]> = one_by_one.as_ref().map_or(Vec::new(), |rows| {
+            rows.iter().step_by(3).map(Row::packed_key).collect()
+        });
+        let by_ranges = || -> Result<Vec<R>, StoreError> {
+            let mut cursor = BlockCursor::new(bytes, s)?;
+            let mut rows = Vec::new();
+            for end in ends.iter().copied().map(Some).chain([None]) {
+                let below = |r: &R| end.is_none_or(|e| r.packed_key() < e);
+                match cursor.rows_while(bytes, below, |r| rows.push(r))? {
+                    // The first row past the range (the merge holds it for a later one).
+                    Some(row) => rows.push(row),
+                    None => break,
+                }
+            }
+            Ok(rows)
+        };
+        assert_eq!(by_ranges(), one_by_one, "block at {}", s.offset);
     }
 }
 
