@@ -494,8 +494,8 @@ impl MergeInput {
 
     /// Reads `section`'s bytes into `buf`.
     fn read(&self, section: &Section, buf: &mut Vec<u8>) -> std::io::Result<()> {
-        // Only bytes the buffer never held are zeroed first (the read overwrites them all):
-        // zeroing every block before reading it was 1 % of a merge's samples.
+        // Only bytes past the buffer's current length are zeroed first (the read overwrites
+        // them all): zeroing every block before reading it was 0.9 % of a merge's samples.
         buf.resize(section.length as usize, 0);
         match &self.file {
             Some(f) => read_exact_at(f, buf, section.offset),

@@ -302,20 +302,32 @@ fn bulk_decoding_equals_row_by_row<R: Row>(store: &Store<'_>, data: &[u8], b: us
             rows.iter().step_by(3).map(Row::packed_key).collect()
         });
         let by_ranges = || -> Result<Vec<R>, StoreError> {
-            let mut cursor = BlockCursor::new(bytes, s)?;
             let mut rows = Vec::new();
-            for end in ends.iter().copied().map(Some).chain([None]) {
-                let below = |r: &R| end.is_none_or(|e| r.packed_key() < e);
-                match cursor.rows_while(bytes, below, |r| rows.push(r))? {
-                    // The first row past the range (the merge holds it for a later one).
-                    Some(row) => rows.push(row),
-                    None => break,
-                }
-            }
+            read_by_ranges(&mut BlockCursor::new(bytes, s)?, bytes, &ends, &mut rows)?;
             Ok(rows)
         };
         assert_eq!(by_ranges(), one_by_one, "block at {}", s.offset);
     }
+}
+
+/// Reads the rest of `cursor`'s block (whose bytes are `bytes`) into `rows` the merge's way:
+/// [`BlockCursor::rows_while`] for one key range after another (ending at `ends`, then one
+/// without an end), each call's first row past its range kept in order.
+fn read_by_ranges<R: Row>(
+    cursor: &mut BlockCursor<R>,
+    bytes: &[u8],
+    ends: &[[u64; 3]],
+    rows: &mut Vec<R>,
+) -> Result<(), StoreError> {
+    for end in ends.iter().copied().map(Some).chain([None]) {
+        let below = |r: &R| end.is_none_or(|e| r.packed_key() < e);
+        match cursor.rows_while(bytes, below, |r| rows.push(r))? {
+            // The first row past the range (the merge holds it for a later one).
+            Some(row) => rows.push(row),
+            None => break,
+        }
+    }
+    Ok(())
 }
 
 /// `data` with every section checksum and the table of contents' checksum recomputed where the

@@ -8,7 +8,7 @@ use zerocopy::FromBytes;
 use crate::bytes::{Endian, ReadError, Reader};
 
 use super::raw::{FileHeader, TocEntry, Trailer};
-use super::rows::{key_less, BlockUleb};
+use super::rows::BlockUleb;
 use super::{
     checksum, BinaryMeta, Row, SectionKind, StoreError, StoreErrorKind, StoreMeta, END_MAGIC,
     MAGIC, NO_BINARY, VERSION,
@@ -431,7 +431,7 @@ impl<R: Row> BlockCursor<R> {
                 None => {
                     let at = u.pos;
                     let row = match R::decode_from(&prev, &mut u) {
-                        Some(row) if key_less(prev.packed_key(), row.packed_key()) => row,
+                        Some(row) if prev.key_cmp(&row).is_lt() => row,
                         _ => return Err(self.bad_row(bytes, at, prev)),
                     };
                     prev = row;
@@ -480,7 +480,7 @@ impl<R: Row> BlockCursor<R> {
         let Some(row) = R::decode_from(&prev.unwrap_or_default(), u) else {
             return Err(self.row_error(bytes, at, prev));
         };
-        if prev.is_some_and(|p| !key_less(p.packed_key(), row.packed_key())) {
+        if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
             let offset = self.section.offset + at as u64;
             return Err(self.section.error(offset, StoreErrorKind::Unsorted));
         }

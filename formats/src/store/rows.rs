@@ -54,13 +54,6 @@ pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq {
     }
 }
 
-/// Whether packed key `a` ([`Row::packed_key`]) orders before `b`, as `a < b` does, without a
-/// branch: whether leading columns repeat is unpredictable.
-#[inline(always)]
-pub(crate) fn key_less([a0, a1, a2]: [u64; 3], [b0, b1, b2]: [u64; 3]) -> bool {
-    (a0 < b0) | ((a0 == b0) & ((a1 < b1) | ((a1 == b1) & (a2 < b2))))
-}
-
 /// A source of unsigned LEB128 values for the row decoders.
 pub trait Uleb {
     /// The next value, or `None` (end of data, or a value past 64 bits).

@@ -326,17 +326,8 @@ fn rows_by_ranges(
             Err(e) => return (rows, Some(e)),
         }
     }
-    for end in ends.iter().copied().map(Some).chain([None]) {
-        let below = |r: &TraceRow| end.is_none_or(|e| r.packed_key() < e);
-        match cursor.rows_while(bytes, below, |r| rows.push(r)) {
-            // The first row past the range (the merge holds it for a later range).
-            Ok(Some(row)) => rows.push(row),
-            Ok(None) => return (rows, None),
-            Err(e) => return (rows, Some(e)),
-        }
-    }
-    // The last range has no end: its call reads the block to the end.
-    unreachable!("a call without an end stops only at the block's end or an error")
+    let error = read_by_ranges(&mut cursor, bytes, ends, &mut rows).err();
+    (rows, error)
 }
 
 proptest! {
