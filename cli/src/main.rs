@@ -60,6 +60,20 @@ fn keep_freed_memory() {
     set_option(MI_OPTION_PAGE_FULL_RETAIN, 0);
 }
 
+/// For the store merge: no transparent huge pages. Its memory is many small buffers (a block
+/// of each input, the summing threads' runs) spread over mimalloc's arena, which asks for huge
+/// pages: each first touch then clears a whole 2 MiB page. Merging 1,000 partials, peak RSS
+/// fell from 81 to 52 MB, and right after another process had freed 1.1 GB (when this VM's
+/// fresh pages cost most) the merge took 0.61 instead of 0.72 s (PERF.md, tenth session).
+pub fn without_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_THP_DISABLE sets a flag of the process, which the kernel reads when a
+    // page is next faulted in; no memory is touched.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
 fn set_purge_delay(milliseconds: std::ffi::c_long) {
     set_option(MI_OPTION_PURGE_DELAY, milliseconds);
 }
@@ -284,6 +298,19 @@ mod tests {
 #[cfg(test)]
 mod allocator_tests {
     use super::*;
+
+    /// The store merge's process asks for no transparent huge pages.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn without_huge_pages_disables_them_for_the_process() {
+        // SAFETY: reads a flag of the process.
+        let disabled = || unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
+        if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+            assert_eq!(disabled(), 0);
+        }
+        without_huge_pages();
+        assert_eq!(disabled(), 1);
+    }
 
     #[test]
     fn the_tuned_allocator_options_are_the_ones_meant() {

@@ -155,6 +155,7 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
         Stdin::Refused("stores are read from files, not from standard input"),
         "profmill",
     )?;
+    crate::without_huge_pages();
     let report = merge_stores(&inputs, m.output)?;
     if report.saturated {
         eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");
