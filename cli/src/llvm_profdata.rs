@@ -451,7 +451,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
         write(&mut out)?;
         out.flush()?;
     } else {
-        write_atomically(&PathBuf::from(output), write)?;
+        write_atomically(&PathBuf::from(output), |w| write(w))?;
     }
     Ok(())
 }

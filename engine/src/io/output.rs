@@ -11,12 +11,13 @@ use crate::error::{io_error, Result};
 /// symlink is followed, so the file it names is replaced and the link stays. A `path` that is
 /// not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is written in place instead:
 /// renaming over it would replace the device. `-` is standard output, as in LLVM's tools.
+/// The output is `Send`, so that threads may write it in turn (the store merge does).
 pub fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
 ) -> Result<()> {
     if path.as_os_str() == "-" {
-        let mut out = BufWriter::with_capacity(OUTPUT_BUFFER, std::io::stdout().lock());
+        let mut out = BufWriter::with_capacity(OUTPUT_BUFFER, std::io::stdout());
         return write(&mut out)
             .and_then(|()| out.flush())
             .map_err(io_error(Path::new("<stdout>")));
@@ -35,7 +36,7 @@ const OUTPUT_BUFFER: usize = 64 << 10;
 
 fn write_in_place(
     path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -48,7 +49,7 @@ fn write_in_place(
 
 fn write_and_rename(
     path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let dir = path
         .parent()

@@ -977,12 +977,12 @@ impl<R: Row> Sums<R> {
 /// The key space is cut into ranges from the inputs' tables of contents ([`range_ends`]).
 /// The inputs are split into `tuning.workers` groups, one thread each: a group reads its
 /// inputs a block at a time and, range after range, sums each input's rows of the range in a
-/// hash table and sorts the sums, so that it sends a stream of sorted, summed runs. This
-/// thread merges the groups' streams (a few, each sorted: no hash and no sort) and writes the
-/// rows. Saturating sums are associative and commutative, so the grouping changes nothing in
-/// the output. At most a few runs per group exist at a time, each of one range, so memory
-/// stays bounded by the inputs' blocks, whatever the data.
-fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
+/// hash table and sorts the sums into a run. The groups' runs of a range meet in a
+/// [`Meeting`], where the group that is ahead merges and writes the ranges complete before
+/// its own, in range order. Saturating sums are associative and commutative, so the grouping
+/// changes nothing in the output. Each group has a few run buffers and waits for a written one
+/// when it is that far ahead, so memory stays bounded by the inputs' blocks, whatever the data.
+fn merge_table<W: std::io::Write + Send, R: Row + Send>(
     w: &mut StoreWriter<W>,
     binary: u32,
     files: &[MergeInput],
@@ -995,222 +995,302 @@ fn merge_table<W: std::io::Write, R: Row + Send + 'static>(
     if !has_rows {
         return Ok(false);
     }
-    const RUNS_IN_FLIGHT: usize = 4;
     let ends = range_ends::<R>(files, parts, tuning.range_rows);
     let groups = tuning.workers.clamp(1, parts.len());
-    let per_group = parts.len().div_ceil(groups);
-    std::thread::scope(|scope| {
-        let mut streams = Vec::new();
-        let mut threads = Vec::new();
-        for group in parts.chunks(per_group) {
-            // A group's run buffers circle between it and the writer: RUNS_IN_FLIGHT of them,
-            // plus the one being written. A group waits for a written one rather than
-            // allocating, so each buffer takes fresh pages once (with mimalloc's short purge
-            // delay, a dropped buffer's pages went back to the system and were cleared anew).
-            let (runs, run_queue) = crossbeam_channel::bounded::<Vec<R>>(RUNS_IN_FLIGHT);
-            let (spares, spare_queue) = crossbeam_channel::bounded::<Vec<R>>(RUNS_IN_FLIGHT + 1);
-            for _ in 0..RUNS_IN_FLIGHT + 1 {
-                let _ = spares.send(Vec::new());
-            }
-            let ends = &ends;
-            // About the rows of a range that this group's parts hold (sums hold at most that).
-            let expected = tuning.range_rows as usize * group.len() / parts.len();
-            threads.push(
-                scope.spawn(move || merge_group(files, group, ends, expected, runs, spare_queue)),
-            );
-            streams.push(RunStream::new(run_queue, spares));
-        }
-        let written = write_merged(w, binary, &mut streams);
-        // A failed write closes the streams, which stops the groups.
-        drop(streams);
-        let mut saturated = false;
-        let mut failure = None;
-        for t in threads {
-            match t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)) {
-                Ok(s) => saturated |= s,
-                Err(e) => failure = failure.or(Some(e)),
-            }
-        }
-        // An input's error explains a failed write (a group stopped early), not the reverse.
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        Ok(saturated | written?)
-    })
-}
-
-/// One group's sorted, summed runs, as the merging thread reads them.
-struct RunStream<R: Row> {
-    runs: crossbeam_channel::Receiver<Vec<R>>,
-    spares: crossbeam_channel::Sender<Vec<R>>,
-    run: Vec<R>,
-    at: usize,
-    done: bool,
-}
-
-impl<R: Row> RunStream<R> {
-    fn new(
-        runs: crossbeam_channel::Receiver<Vec<R>>,
-        spares: crossbeam_channel::Sender<Vec<R>>,
-    ) -> Self {
-        RunStream {
-            runs,
-            spares,
-            run: Vec::new(),
-            at: 0,
-            done: false,
-        }
-    }
-
-    /// The rows of the current run not written yet: empty only when the stream has ended.
-    #[inline]
-    fn rows(&mut self) -> &[R] {
-        if self.at == self.run.len() && !self.done {
-            self.next_run();
-        }
-        &self.run[self.at..]
-    }
-
-    /// Hands the finished run back and waits for the next one.
-    fn next_run(&mut self) {
-        let mut run = std::mem::take(&mut self.run);
-        run.clear();
-        let _ = self.spares.try_send(run);
-        self.at = 0;
-        match self.runs.recv() {
-            Ok(run) => self.run = run,
-            Err(_) => self.done = true,
-        }
-    }
-}
-
-/// Merges the groups' streams of sorted runs, summing equal keys, into the table; returns
-/// whether a sum saturated.
-fn write_merged<W: std::io::Write, R: Row>(
-    w: &mut StoreWriter<W>,
-    binary: u32,
-    streams: &mut [RunStream<R>],
-) -> std::io::Result<bool> {
-    let mut table = w.table::<R>(binary)?;
+    let groups: Vec<&[(usize, usize)]> = parts.chunks(parts.len().div_ceil(groups)).collect();
+    let (meeting, spares) = Meeting::new(w.table::<R>(binary)?, groups.len());
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let threads: Vec<_> = groups
+            .iter()
+            .zip(spares)
+            .enumerate()
+            .map(|(g, (group, spares))| {
+                let (meeting, ends) = (&meeting, &ends);
+                // About the rows of a range that this group's parts hold (sums hold at most
+                // that).
+                let expected = tuning.range_rows as usize * group.len() / parts.len();
+                scope.spawn(move || {
+                    let result = merge_group(files, group, ends, expected, g, meeting, spares);
+                    // A failed group stops the others, which may wait for its runs.
+                    if result.is_err() {
+                        meeting.stop();
+                    }
+                    result
+                })
+            })
+            .collect();
+        let joined = threads.into_iter().map(|t| t.join());
+        joined
+            .map(|r| r.unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let (table, written) = meeting.finish();
     let mut saturated = false;
-    if let [a, b] = streams {
-        // Two groups (two cores): a plain two-way merge until one stream ends; the loop
-        // below then copies the other.
-        saturated |= merge_two(&mut table, a, b)?;
+    // An input's error explains a failed write (a group stopped early), not the reverse.
+    for result in results {
+        saturated |= result?;
     }
-    loop {
-        // The smallest head key, and the next larger one among the other streams' heads.
-        let mut least: Option<[u64; 3]> = None;
-        let mut holders = 0;
-        let mut next = [u64::MAX; 3];
-        let mut bounded = false;
-        for s in streams.iter_mut() {
-            let Some(head) = s.rows().first() else {
-                continue;
-            };
-            let k = head.packed_key();
-            match least.map(|l| k.cmp(&l)) {
-                None => (least, holders) = (Some(k), 1),
-                Some(Ordering::Less) => {
-                    (next, bounded) = (least.unwrap_or(k), true);
-                    (least, holders) = (Some(k), 1);
+    saturated |= written?;
+    table.finish()?;
+    Ok(saturated)
+}
+
+/// Run buffers of each group: it waits for a written one when all are in flight.
+const RUNS_IN_FLIGHT: usize = 4;
+
+/// Where the groups' sorted runs of each key range meet, to be summed and written in range
+/// order.
+///
+/// A group deposits its run of range `r` and then writes the ranges before `r` that every
+/// group has deposited, if no other group is writing: the group that is ahead writes, so the
+/// writing goes to whichever has time for it. A separate writing thread, a third thread on
+/// two cores, had made one group share its core and lag: the other waited for it, 1.75 of
+/// the 2 cores busy (PERF.md).
+struct Meeting<'t, W: std::io::Write, R: Row> {
+    writing: std::sync::Mutex<Writing<'t, W, R>>,
+    pending: std::sync::Mutex<Pending<R>>,
+    /// Set when a group failed or the writing did: the groups stop.
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+/// The table being written, with what writing it found.
+struct Writing<'t, W: std::io::Write, R: Row> {
+    table: formats::store::TableWriter<'t, W, R>,
+    saturated: bool,
+    error: Option<std::io::Error>,
+}
+
+/// The deposited runs of the ranges not written yet.
+struct Pending<R> {
+    /// The first range not written.
+    next: usize,
+    /// Per range from `next` on: each group's run, once deposited.
+    ranges: std::collections::VecDeque<Vec<Option<Vec<R>>>>,
+    /// Where each group's written run buffers go back to it (emptied on a stop, which wakes
+    /// a group waiting for one).
+    returns: Vec<crossbeam_channel::Sender<Vec<R>>>,
+    groups: usize,
+}
+
+impl<'t, W: std::io::Write, R: Row> Meeting<'t, W, R> {
+    /// A meeting of `groups` groups writing `table`, with each group's spare run buffers.
+    fn new(
+        table: formats::store::TableWriter<'t, W, R>,
+        groups: usize,
+    ) -> (Self, Vec<crossbeam_channel::Receiver<Vec<R>>>) {
+        let (returns, spares): (Vec<_>, Vec<_>) = (0..groups)
+            .map(|_| {
+                let (send, receive) = crossbeam_channel::bounded(RUNS_IN_FLIGHT + 1);
+                for _ in 0..RUNS_IN_FLIGHT + 1 {
+                    let _ = send.send(Vec::new());
                 }
-                Some(Ordering::Equal) => holders += 1,
-                Some(Ordering::Greater) => {
-                    if !bounded || k < next {
-                        (next, bounded) = (k, true);
+                (send, receive)
+            })
+            .unzip();
+        let meeting = Meeting {
+            writing: std::sync::Mutex::new(Writing {
+                table,
+                saturated: false,
+                error: None,
+            }),
+            pending: std::sync::Mutex::new(Pending {
+                next: 0,
+                ranges: std::collections::VecDeque::new(),
+                returns,
+                groups,
+            }),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        };
+        (meeting, spares)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stops every group, waking those waiting for a run buffer.
+    fn stop(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.pending).returns.clear();
+    }
+
+    /// Takes group `group`'s run of range `range`.
+    fn deposit(&self, group: usize, range: usize, run: Vec<R>) {
+        let mut pending = lock(&self.pending);
+        let at = range - pending.next;
+        while pending.ranges.len() <= at {
+            let groups = pending.groups;
+            pending.ranges.push_back(vec![None; groups]);
+        }
+        pending.ranges[at][group] = Some(run);
+    }
+
+    /// Writes the complete ranges before `range`, unless another group is writing.
+    fn write_before(&self, range: usize) {
+        if let Ok(mut writing) = self.writing.try_lock() {
+            self.write_complete(&mut writing, range);
+        }
+    }
+
+    /// Writes every complete range, waiting for a group that is writing.
+    fn write_all(&self) {
+        let mut writing = lock(&self.writing);
+        self.write_complete(&mut writing, usize::MAX);
+    }
+
+    /// Writes the complete ranges before `limit`, in order, and gives the runs back.
+    fn write_complete(&self, writing: &mut Writing<'t, W, R>, limit: usize) {
+        loop {
+            let runs = {
+                let mut pending = lock(&self.pending);
+                let complete = pending
+                    .ranges
+                    .front()
+                    .is_some_and(|r| r.iter().all(Option::is_some));
+                if !complete || pending.next >= limit {
+                    return;
+                }
+                pending.next += 1;
+                pending.ranges.pop_front().unwrap_or_default()
+            };
+            let mut runs: Vec<Vec<R>> = runs.into_iter().flatten().collect();
+            if writing.error.is_none() {
+                match write_range(&mut writing.table, &runs) {
+                    Ok(saturated) => writing.saturated |= saturated,
+                    Err(e) => {
+                        writing.error = Some(e);
+                        self.stop();
                     }
                 }
             }
+            let pending = lock(&self.pending);
+            for (run, returns) in runs.iter_mut().zip(&pending.returns) {
+                if run.capacity() > 0 {
+                    run.clear();
+                    let _ = returns.try_send(std::mem::take(run));
+                }
+            }
         }
-        let Some(least) = least else { break };
-        if holders == 1 {
-            // One stream leads: copy its rows up to the others' smallest head in one go.
-            let at = streams
-                .iter_mut()
-                .position(|s| s.rows().first().is_some_and(|h| h.packed_key() == least))
-                .expect("a stream holds the least key");
-            let s = &mut streams[at];
-            let rows = s.rows();
-            let n = match bounded {
-                true => rows.partition_point(|r| r.packed_key() < next),
-                false => rows.len(),
-            };
-            rows[..n].iter().try_for_each(|r| table.push(r))?;
-            s.at += n;
-            continue;
+    }
+
+    /// The table, and whether a sum saturated or the error that stopped the writing.
+    fn finish(self) -> (formats::store::TableWriter<'t, W, R>, std::io::Result<bool>) {
+        let writing = self.writing.into_inner().unwrap_or_else(|e| e.into_inner());
+        let result = match writing.error {
+            Some(e) => Err(e),
+            None => Ok(writing.saturated),
+        };
+        (writing.table, result)
+    }
+}
+
+/// Locks `m`; a panicked holder's data is still whole here (the panic is raised again when
+/// its thread is joined).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Writes one range from the groups' sorted runs of it, summing equal keys; returns whether
+/// a sum saturated.
+fn write_range<W: std::io::Write, R: Row>(
+    table: &mut formats::store::TableWriter<'_, W, R>,
+    runs: &[Vec<R>],
+) -> std::io::Result<bool> {
+    let mut heads: Vec<&[R]> = runs
+        .iter()
+        .map(Vec::as_slice)
+        .filter(|r| !r.is_empty())
+        .collect();
+    match heads.as_mut_slice() {
+        [] => Ok(false),
+        [one] => {
+            one.iter().try_for_each(|r| table.push(r))?;
+            Ok(false)
         }
+        [a, b] => merge_two(table, a, b),
+        _ => merge_many(table, &mut heads),
+    }
+}
+
+/// Merges two sorted runs into `table`, summing equal keys; returns whether a sum saturated.
+fn merge_two<W: std::io::Write, R: Row>(
+    table: &mut formats::store::TableWriter<'_, W, R>,
+    left: &[R],
+    right: &[R],
+) -> std::io::Result<bool> {
+    let mut saturated = false;
+    let (mut i, mut j) = (0, 0);
+    while let (Some(x), Some(y)) = (left.get(i), right.get(j)) {
+        match x.packed_key().cmp(&y.packed_key()) {
+            Ordering::Less => {
+                table.push(x)?;
+                i += 1;
+            }
+            Ordering::Greater => {
+                table.push(y)?;
+                j += 1;
+            }
+            Ordering::Equal => {
+                let mut sum = *x;
+                saturated |= !sum.add_counts(y);
+                table.push(&sum)?;
+                (i, j) = (i + 1, j + 1);
+            }
+        }
+    }
+    let mut rest = left[i..].iter().chain(&right[j..]);
+    rest.try_for_each(|r| table.push(r))?;
+    Ok(saturated)
+}
+
+/// Merges any number of sorted runs into `table`, summing equal keys; returns whether a sum
+/// saturated.
+fn merge_many<W: std::io::Write, R: Row>(
+    table: &mut formats::store::TableWriter<'_, W, R>,
+    heads: &mut [&[R]],
+) -> std::io::Result<bool> {
+    let mut saturated = false;
+    let least = |heads: &[&[R]]| {
+        heads
+            .iter()
+            .filter_map(|h| h.first())
+            .map(Row::packed_key)
+            .min()
+    };
+    while let Some(least) = least(heads) {
         let mut sum: Option<R> = None;
-        for s in streams.iter_mut() {
-            let Some(&head) = s.rows().first() else {
+        for head in heads.iter_mut() {
+            let Some((row, rest)) = head.split_first() else {
                 continue;
             };
-            if head.packed_key() == least {
-                s.at += 1;
+            if row.packed_key() == least {
                 match &mut sum {
-                    None => sum = Some(head),
-                    Some(acc) => saturated |= !acc.add_counts(&head),
+                    None => sum = Some(*row),
+                    Some(acc) => saturated |= !acc.add_counts(row),
                 }
+                *head = rest;
             }
         }
         if let Some(row) = sum {
             table.push(&row)?;
         }
     }
-    table.finish()?;
     Ok(saturated)
-}
-
-/// Merges two streams of sorted runs into `table`, summing equal keys, until either stream
-/// ends; returns whether a sum saturated. The same rows as the general loop of
-/// [`write_merged`] writes, with one key comparison per row instead of a scan of every
-/// stream's head.
-fn merge_two<W: std::io::Write, R: Row>(
-    table: &mut formats::store::TableWriter<'_, W, R>,
-    a: &mut RunStream<R>,
-    b: &mut RunStream<R>,
-) -> std::io::Result<bool> {
-    let mut saturated = false;
-    loop {
-        let (left, right) = (a.rows(), b.rows());
-        if left.is_empty() || right.is_empty() {
-            return Ok(saturated);
-        }
-        let (mut i, mut j) = (0, 0);
-        while let (Some(x), Some(y)) = (left.get(i), right.get(j)) {
-            match x.packed_key().cmp(&y.packed_key()) {
-                Ordering::Less => {
-                    table.push(x)?;
-                    i += 1;
-                }
-                Ordering::Greater => {
-                    table.push(y)?;
-                    j += 1;
-                }
-                Ordering::Equal => {
-                    let mut sum = *x;
-                    saturated |= !sum.add_counts(y);
-                    table.push(&sum)?;
-                    (i, j) = (i + 1, j + 1);
-                }
-            }
-        }
-        a.at += i;
-        b.at += j;
-    }
 }
 
 /// Merges one group of inputs: sums every part's rows one key range at a time (the ranges end
 /// at `ends`, the last one has no end), visiting each input once per range and decoding its
-/// rows straight into the range's hash table; sends each range's sums sorted to `runs`, in a
-/// buffer from `spares` when there is one. Returns whether a count saturated (scaled by a
-/// weight or summed).
-fn merge_group<R: Row>(
+/// rows straight into the range's hash table; deposits each range's sums sorted, in a buffer
+/// from `spares`, at `meeting` as group `group`'s, and writes what is complete. Returns
+/// whether a count saturated (scaled by a weight or summed).
+fn merge_group<W: std::io::Write, R: Row>(
     files: &[MergeInput],
     parts: &[(usize, usize)],
     ends: &[[u64; 3]],
     expected: usize,
-    runs: crossbeam_channel::Sender<Vec<R>>,
+    group: usize,
+    meeting: &Meeting<'_, W, R>,
     spares: crossbeam_channel::Receiver<Vec<R>>,
 ) -> std::result::Result<bool, TableError> {
     let mut cursors: Vec<Cursor<'_, R>> = parts
@@ -1225,7 +1305,10 @@ fn merge_group<R: Row>(
     let mut most = expected;
     let mut sums = Sums::with_capacity(most + most / 4);
     let mut scratch = SortScratch::with_capacity(most + most / 4);
-    for end in ends.iter().copied().map(Some).chain([None]) {
+    for (range, end) in ends.iter().copied().map(Some).chain([None]).enumerate() {
+        if meeting.stopped() {
+            break;
+        }
         for i in 0..cursors.len() {
             // Many inputs' blocks do not fit the cache: ask for the next ones early.
             if let Some(next) = cursors.get(i + 2) {
@@ -1235,26 +1318,35 @@ fn merge_group<R: Row>(
         }
         cursors.retain(|c| !(c.done && c.held.is_none()));
         saturated |= !sums.flush();
-        if sums.rows.is_empty() {
-            continue;
+        let mut run = Vec::new();
+        if !sums.rows.is_empty() {
+            let spare = match spares.try_recv() {
+                Ok(spare) => spare,
+                Err(_) => {
+                    // Every buffer is in flight: write what is complete, then wait.
+                    meeting.write_all();
+                    match spares.recv() {
+                        Ok(spare) => spare,
+                        // Stopped.
+                        Err(_) => break,
+                    }
+                }
+            };
+            // Room for the largest range so far and a margin: the next range's sums rarely
+            // grow it. (Growing a buffer this large takes fresh pages, which the system
+            // clears, each time: 4 % of the merge's time when each buffer was sized for the
+            // last range only.)
+            most = most.max(sums.rows.len());
+            let mut spare = spare;
+            spare.reserve(most + most / 4);
+            run = std::mem::replace(&mut sums.rows, spare);
+            sums.clear();
+            sort_by_key(&mut run, &mut scratch);
         }
-        let Ok(mut spare) = spares.recv() else {
-            // The writer has stopped (it failed); so do we.
-            break;
-        };
-        // Room for the largest range so far and a margin: the next range's sums rarely grow
-        // it. (Growing a buffer this large takes fresh pages, which the system clears, each
-        // time: 4 % of the merge's time when each buffer was sized for the last range only.)
-        most = most.max(sums.rows.len());
-        spare.reserve(most + most / 4);
-        let mut run = std::mem::replace(&mut sums.rows, spare);
-        sums.clear();
-        sort_by_key(&mut run, &mut scratch);
-        if runs.send(run).is_err() {
-            // The writer has stopped (it failed); so do we.
-            break;
-        }
+        meeting.deposit(group, range, run);
+        meeting.write_before(range);
     }
+    meeting.write_all();
     Ok(saturated)
 }
 
@@ -1646,7 +1738,7 @@ mod tests {
     }
 
     /// Tunings at the extremes: a range at every block start with every input reopened for
-    /// each block, two groups (the writer's two-way merge), one group, and the default.
+    /// each block, two groups (a two-way merge of their runs), three (the many-way merge), one group, and the default.
     fn tunings() -> [MergeTuning; 4] {
         [
             MergeTuning {
@@ -1654,7 +1746,7 @@ mod tests {
                 open_files: 0,
                 workers: 3,
             },
-            // Two groups: the writer's two-way merge.
+            // Two groups: a two-way merge of their runs.
             MergeTuning {
                 range_rows: 1,
                 open_files: usize::MAX,
@@ -1748,6 +1840,56 @@ mod tests {
         for (n, tuning) in tunings().into_iter().enumerate() {
             let out = d.join(format!("t{n}.pms"));
             assert_eq!(merged_with(&inputs, &out, tuning), reference, "{tuning:?}");
+        }
+    }
+
+    /// A failing output or a corrupt input stops every group, whatever the tuning: the merge
+    /// returns the error and writes nothing. (A hang here would be a group waiting for runs
+    /// or run buffers that never come.)
+    #[test]
+    fn failures_stop_every_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut next = below(0x1234_5678_9abc_def1);
+        let partials: Vec<Vec<StoredProfile>> = (0..6)
+            .map(|_| {
+                let rows: Vec<_> = (0..12_000)
+                    .map(|_| (next(100_000), next(100_000), next(4), 1 + next(1000)))
+                    .collect();
+                vec![profile("a", &rows)]
+            })
+            .collect();
+        let paths = write_partials(d, &partials);
+        // A flipped bit in the middle block of the last input.
+        let corrupt = d.join("corrupt.pms");
+        let mut bytes = std::fs::read(&paths[5]).unwrap();
+        let file = StoreFile::open(&paths[5]).unwrap();
+        let blocks = file.store().unwrap().binaries()[0]
+            .1
+            .blocks(TraceRow::KIND)
+            .to_vec();
+        assert!(blocks.len() > 2);
+        let s = blocks[blocks.len() / 2];
+        bytes[(s.offset + s.length / 2) as usize] ^= 0x40;
+        std::fs::write(&corrupt, bytes).unwrap();
+        let good: Vec<(PathBuf, u64)> = paths.iter().map(|p| (p.clone(), 1)).collect();
+        let mut bad = good.clone();
+        bad[5].0 = corrupt.clone();
+        for tuning in tunings() {
+            let out = d.join("out.pms");
+            let e = merge_stores_with(&weighted(&bad), &out, tuning).unwrap_err();
+            assert!(
+                matches!(&e, Error::Store { path, .. } if path == &corrupt),
+                "{tuning:?}: {e}"
+            );
+            assert!(!out.exists(), "{tuning:?}");
+            // Every write to /dev/full fails; the output (~500 KB) fails while groups run.
+            #[cfg(target_os = "linux")]
+            {
+                let full = Path::new("/dev/full");
+                let e = merge_stores_with(&weighted(&good), full, tuning).unwrap_err();
+                assert!(matches!(e, Error::Io { .. }), "{tuning:?}: {e}");
+            }
         }
     }
 

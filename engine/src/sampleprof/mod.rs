@@ -435,7 +435,7 @@ fn write_output(
     path: &Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    write_atomically(path, write).map_err(|e| match e {
+    write_atomically(path, |out| write(out)).map_err(|e| match e {
         crate::error::Error::Io { path, source } => Error::Io { path, source },
         other => Error::Incompatible(other.to_string()),
     })
