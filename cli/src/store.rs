@@ -156,6 +156,7 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
         "profmill",
     )?;
     crate::without_huge_pages();
+    crate::keep_freed_memory();
     let report = merge_stores(&inputs, m.output)?;
     if report.saturated {
         eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");
