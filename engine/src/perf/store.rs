@@ -1310,8 +1310,12 @@ fn merge_group<W: std::io::Write, R: Row>(
             break;
         }
         for i in 0..cursors.len() {
-            // Many inputs' blocks do not fit the cache: ask for the next ones early.
-            if let Some(next) = cursors.get(i + 2) {
+            // Many inputs' blocks do not fit the cache: ask for the next ones early, and for
+            // the cursors that say where those are earlier still.
+            if let Some(later) = cursors.get(i + 8) {
+                prefetch(std::slice::from_ref(later));
+            }
+            if let Some(next) = cursors.get(i + 4) {
                 next.prefetch_next();
             }
             cursors[i].take_below(end, &mut sums, &mut saturated)?;
