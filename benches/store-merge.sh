@@ -45,12 +45,17 @@ done
 echo "inputs: $n stores ($(du -sh "$work/stores" | cut -f1)), $n fdata ($(du -sh "$work/fdata" | cut -f1))"
 # Alternated rounds (ours, theirs, ours, ...), so that a busy host slows both alike; medians and
 # their ratio printed at the end. BASE=path/to/another/profmill adds that build to each round.
+# Each timed command starts PAUSE seconds (default 5) after the previous one ended, so that none
+# pays for the previous one's teardown: merge-fdata frees 1.1 GB as it exits, and a merge
+# started at once sometimes took 0.85-1.01 s instead of 0.60-0.66 s (PERF.md, tenth session).
 rounds=${ROUNDS:-5}
+pause=${PAUSE:-5}
 base=${BASE:-}
 echo "host: $(nproc) cores, $(uptime)"
 median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'; }
 timed() { # label, command...: appends "wall peak-RSS CPU" to $work/t-label
   local label=$1; shift
+  sleep "$pause"
   /usr/bin/time -f "%e %M %U %S" -o "$work/t-one" "$@" >/dev/null 2>&1
   awk '{print $1, $2, $3 + $4}' "$work/t-one" >> "$work/t-$label"
 }
