@@ -73,7 +73,8 @@ pub fn keep_freed_memory() {
 pub fn without_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE sets a flag of the process, which the kernel reads when a
-    // page is next faulted in; no memory is touched.
+    // page is next faulted in; no memory is touched. A kernel that refuses it (an error
+    // return, ignored) leaves the huge pages: slower, nothing else.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1 as libc::c_ulong, 0, 0, 0);
     }
@@ -85,8 +86,8 @@ fn set_purge_delay(milliseconds: std::ffi::c_long) {
 
 fn set_option(option: libmimalloc_sys::mi_option_t, value: std::ffi::c_long) {
     // SAFETY: `mi_option_set` stores an integer option of the allocator, which reads it when
-    // it next needs it; no memory is touched. It is not thread-safe: `main` calls this before
-    // the engine starts any thread.
+    // it next needs it; no memory is touched. It is not thread-safe: it is called on the main
+    // thread before the engine starts any (in `main`, or by the store merge before it starts).
     unsafe { libmimalloc_sys::mi_option_set(option, value) };
 }
 

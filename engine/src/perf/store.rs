@@ -1324,7 +1324,7 @@ fn merge_group<W: std::io::Write, R: Row>(
         saturated |= !sums.flush();
         let mut run = Vec::new();
         if !sums.rows.is_empty() {
-            let spare = match spares.try_recv() {
+            let mut spare = match spares.try_recv() {
                 Ok(spare) => spare,
                 Err(_) => {
                     // Every buffer is in flight: write what is complete, then wait.
@@ -1341,7 +1341,6 @@ fn merge_group<W: std::io::Write, R: Row>(
             // clears, each time: 4 % of the merge's time when each buffer was sized for the
             // last range only.)
             most = most.max(sums.rows.len());
-            let mut spare = spare;
             spare.reserve(most + most / 4);
             run = std::mem::replace(&mut sums.rows, spare);
             sums.clear();
@@ -1741,8 +1740,9 @@ mod tests {
         p
     }
 
-    /// Tunings at the extremes: a range at every block start with every input reopened for
-    /// each block, two groups (a two-way merge of their runs), three (the many-way merge), one group, and the default.
+    /// Tunings at the extremes: three groups (a many-way merge of their runs) with a range at
+    /// every block start and every input reopened for each block, two groups (a two-way
+    /// merge), one group, and the default.
     fn tunings() -> [MergeTuning; 4] {
         [
             MergeTuning {
