@@ -480,7 +480,7 @@ impl<R: Row> BlockCursor<R> {
         let Some(row) = R::decode_from(&prev.unwrap_or_default(), u) else {
             return Err(self.row_error(bytes, at, prev));
         };
-        if prev.is_some_and(|p| p.key_cmp(&row) != std::cmp::Ordering::Less) {
+        if prev.is_some_and(|p| !p.key_cmp(&row).is_lt()) {
             let offset = self.section.offset + at as u64;
             return Err(self.section.error(offset, StoreErrorKind::Unsorted));
         }
