@@ -340,10 +340,15 @@ fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
         return;
     }
     let capture = d.join("basic.data");
+    // The programs loop over a multiple of their argument count. With no arguments the loop is
+    // over in microseconds, and a run sometimes left no sample in the binary at all (perf2bolt
+    // then refuses the capture: seen in CI). A thousand arguments make it milliseconds, hundreds
+    // of samples.
     let recorded = Command::new(PERF)
         .args(["record", "-q", "-e", "cpu-clock", "-c", "5000", "-o"])
         .arg(&capture)
         .arg(bolted)
+        .args((0..1000).map(|i| i.to_string()))
         .output()
         .unwrap();
     if !recorded.status.success() {
@@ -529,10 +534,15 @@ fn basic_capture_yaml_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
         return;
     }
     let capture = d.join("basic.data");
+    // The programs loop over a multiple of their argument count. With no arguments the loop is
+    // over in microseconds, and a run sometimes left no sample in the binary at all (perf2bolt
+    // then refuses the capture: seen in CI). A thousand arguments make it milliseconds, hundreds
+    // of samples.
     let recorded = Command::new(PERF)
         .args(["record", "-q", "-e", "cpu-clock", "-c", "5000", "-o"])
         .arg(&capture)
         .arg(bolted)
+        .args((0..1000).map(|i| i.to_string()))
         .output()
         .unwrap();
     if !recorded.status.success() {
