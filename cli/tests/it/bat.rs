@@ -333,12 +333,9 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
     assert!(compared > 0);
 }
 
-/// A real `perf record -e cpu-clock` run of a BOLTed binary, read with `-nl` (skipped where
-/// perf cannot record).
-fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
-    if !have_tool(PERF) {
-        return;
-    }
+/// `perf record -e cpu-clock` of a run of `bolted` into `d/basic.data`; `None` where perf
+/// cannot record here (an error unless external tools are skipped).
+fn record_basic(d: &Path, bolted: &Path) -> Option<PathBuf> {
     let capture = d.join("basic.data");
     // The programs loop over a multiple of their argument count. With no arguments the loop is
     // over in microseconds, and a run sometimes left no sample in the binary at all (perf2bolt
@@ -352,9 +349,20 @@ fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
         .output()
         .unwrap();
     if !recorded.status.success() {
-        eprintln!("skipping the basic capture: perf record failed");
+        tool_missing("perf record -e cpu-clock (not permitted here)");
+        return None;
+    }
+    Some(capture)
+}
+
+/// A real `perf record -e cpu-clock` run of a BOLTed binary, read with `-nl`.
+fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
+    if !have_tool(PERF) {
         return;
     }
+    let Some(capture) = record_basic(d, bolted) else {
+        return;
+    };
     let reference = perf2bolt_fdata(
         PERF2BOLT_22,
         bolted,
@@ -527,28 +535,14 @@ fn bat_yaml_equals_perf2bolt_22() {
     assert!(compared > 0);
 }
 
-/// A real `perf record -e cpu-clock` run of a BOLTed binary as YAML with `-nl` (skipped where
-/// perf cannot record).
+/// A real `perf record -e cpu-clock` run of a BOLTed binary as YAML with `-nl`.
 fn basic_capture_yaml_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
     if !have_tool(PERF) {
         return;
     }
-    let capture = d.join("basic.data");
-    // The programs loop over a multiple of their argument count. With no arguments the loop is
-    // over in microseconds, and a run sometimes left no sample in the binary at all (perf2bolt
-    // then refuses the capture: seen in CI). A thousand arguments make it milliseconds, hundreds
-    // of samples.
-    let recorded = Command::new(PERF)
-        .args(["record", "-q", "-e", "cpu-clock", "-c", "5000", "-o"])
-        .arg(&capture)
-        .arg(bolted)
-        .args((0..1000).map(|i| i.to_string()))
-        .output()
-        .unwrap();
-    if !recorded.status.success() {
-        tool_missing("perf record -e cpu-clock (not permitted here)");
+    let Some(capture) = record_basic(d, bolted) else {
         return;
-    }
+    };
     let (ours, theirs) = both(bolted, &capture, &["-nl"], d, "bat-nl");
     assert_same_yaml(&ours, &theirs, &format!("{what} (-nl)"));
 }

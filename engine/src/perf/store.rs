@@ -881,9 +881,9 @@ fn slot_tag(hash: u64) -> u64 {
     hash & !INDEX_MASK
 }
 
-/// Whether two keys are equal, compared in general registers: the compiler's vector compare of
-/// the two arrays read the key from the stack in 16 bytes that two 8-byte stores had just
-/// written there, which the CPU cannot forward (PERF.md).
+/// Whether two keys are equal, compared in general registers. The compiler's vector compare of
+/// the arrays read the new key back from the stack as 16 bytes just written by two 8-byte
+/// stores, which the CPU cannot forward (PERF.md, eleventh session: 1–2 %, within the noise).
 #[inline(always)]
 fn same_key([a, b, c]: [u64; 3], [x, y, z]: [u64; 3]) -> bool {
     ((a ^ x) | (b ^ y) | (c ^ z)) == 0
