@@ -65,11 +65,14 @@ pub fn keep_freed_memory() {
     set_option(MI_OPTION_PAGE_FULL_RETAIN, 0);
 }
 
-/// For the store merge: no transparent huge pages. Its memory is many small buffers (a block
-/// of each input, the summing threads' runs) spread over mimalloc's arena, which asks for huge
-/// pages: each first touch then clears a whole 2 MiB page. Merging 1,000 partials, peak RSS
-/// fell from 81 to 52 MB, and right after another process had freed 1.1 GB (when this VM's
-/// fresh pages cost most) the merge took 0.61 instead of 0.72 s (PERF.md, tenth session).
+/// For the store merge and export: no transparent huge pages. The merge's memory is many small
+/// buffers (a block of each input, the summing threads' runs) spread over mimalloc's arena,
+/// which asks for huge pages: each first touch then clears a whole 2 MiB page. Merging 1,000
+/// partials, peak RSS fell from 81 to 52 MB, and right after another process had freed 1.1 GB
+/// (when this VM's fresh pages cost most) the merge took 0.61 instead of 0.72 s (PERF.md,
+/// tenth session). Exporting fdata, right after merge-fdata had run: 0.35 → 0.16 s and 100 →
+/// 57 MB for the fleet benchmark's store; for a 42 MB binary (cargo), without anything before,
+/// 1.66 → 1.37 s and 313 → 268 MB (PERF.md, twelfth session).
 pub fn without_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE sets a flag of the process, which the kernel reads when a

@@ -78,6 +78,8 @@ pub fn export_binaries(
     if binaries.is_empty() {
         return Err("--binary is needed: the binary whose profile to export".into());
     }
+    // Huge pages cost more to clear than they save here (see `without_huge_pages`).
+    crate::without_huge_pages();
     let store = StoreFile::open(store)?;
     let outputs = output_paths(output, binaries, format.extension())?;
     let order = match format.is_symbolized() {
