@@ -1,4 +1,4 @@
-//! What a bit-packed block layout would give the profile store, measured on real stores before
+//! What another block layout would give the profile store, measured on real stores before
 //! changing the format (`docs/store.md`, PERF.md "issue 17"): the trace tables' bytes per row
 //! and single-thread decode speed of
 //!
@@ -8,8 +8,13 @@
 //!   frame of reference with exceptions ("PFOR": one bit width per column, the values wider
 //!   than it patched from a list of positions and high bits), decoded by a prototype here.
 //!
+//! * the same values row by row with byte lengths ("byte-length rows": a 2-byte control word of
+//!   one 3-bit length code per value, 0–6 bytes or 8, then each value's little-endian bytes),
+//!   decoded by a prototype here with the same order check as the store's decoder.
+//!
 //! Also the sizes of plain bit-packing per mini-block (a width per 32, 128 or all rows). The
-//! prototype is a measurement, not a format: it skips every check a reader must make.
+//! prototypes are measurements, not formats: the PFOR one skips every check a reader must
+//! make, and neither bounds-checks a row against the block's end (their buffers have slack).
 //!
 //! usage: store_block_encodings STORE|DIR...
 
@@ -140,7 +145,92 @@ struct Block {
     bytes: Vec<u8>,
     section: Section,
     packed: Vec<PackedColumn>,
+    /// The rows as byte-length rows, and [`ROW_SLACK`] zero bytes.
+    byte_rows: Vec<u8>,
     rows: usize,
+}
+
+/// Bytes a byte-length row's decoding may read past its end: the 8-byte load of a last value
+/// that starts at the row's longest end (2 + 5 × 8 bytes).
+const ROW_SLACK: usize = 2 + 5 * 8 + 8;
+
+/// A value's 3-bit length code and its byte length: 0 to 6 bytes as themselves, 7 for 8 bytes.
+fn length_code(v: u64) -> (u64, usize) {
+    match (64 - v.leading_zeros() as usize).div_ceil(8) {
+        n @ 0..=6 => (n as u64, n),
+        _ => (7, 8),
+    }
+}
+
+/// Appends `values`, `COLUMNS` per row, as byte-length rows.
+fn encode_byte_rows(values: &[u64], out: &mut Vec<u8>) {
+    for row in values.chunks(COLUMNS) {
+        let mut bytes = [0u8; ROW_SLACK];
+        let (mut control, mut end) = (0u64, 2);
+        for (j, &v) in row.iter().enumerate() {
+            let (code, length) = length_code(v);
+            control |= code << (3 * j);
+            bytes[end..end + 8].copy_from_slice(&v.to_le_bytes());
+            end += length;
+        }
+        bytes[..2].copy_from_slice(&(control as u16).to_le_bytes());
+        out.extend_from_slice(&bytes[..end]);
+    }
+}
+
+/// A trace row's values from byte-length rows, for [`Row::decode_from`].
+struct ByteRow([u64; COLUMNS], usize);
+
+impl Uleb for ByteRow {
+    #[inline(always)]
+    fn uleb(&mut self) -> Option<u64> {
+        let v = *self.0.get(self.1)?;
+        self.1 += 1;
+        Some(v)
+    }
+}
+
+/// Decodes `rows` byte-length rows of `bytes` into `out`, checking their order; `None` if a
+/// row does not follow the one before.
+#[inline(always)]
+fn decode_byte_rows(bytes: &[u8], rows: usize, out: &mut Vec<TraceRow>) -> Option<()> {
+    let (mut at, mut prev) = (0, TraceRow::default());
+    for i in 0..rows {
+        let window = bytes.get(at..at + ROW_SLACK)?;
+        let control = u64::from(u16::from_le_bytes([window[0], window[1]]));
+        let (mut values, mut end) = ([0u64; COLUMNS], 2);
+        for (j, value) in values.iter_mut().enumerate() {
+            let code = (control >> (3 * j)) & 7;
+            let length = (code + (code >> 2 & code >> 1 & code & 1)) as usize;
+            let word = u64::from_le_bytes(window[end..end + 8].try_into().ok()?);
+            *value = word & ((1u128 << (8 * length)) - 1) as u64;
+            end += length;
+        }
+        at += end;
+        let row = TraceRow::decode_from(&prev, &mut ByteRow(values, 0))?;
+        if i > 0 && !prev.key_cmp(&row).is_lt() {
+            return None;
+        }
+        out.push(row);
+        prev = row;
+    }
+    Some(())
+}
+
+/// Seconds to decode every block from its byte-length rows (checksum included), and a digest
+/// of the rows.
+fn time_byte_rows_decode(blocks: &[Block]) -> (f64, u64) {
+    let start = Instant::now();
+    let (mut digest, mut out) = (0u64, Vec::with_capacity(4096));
+    for b in blocks {
+        out.clear();
+        std::hint::black_box(formats::store::checksum(&b.byte_rows));
+        decode_byte_rows(&b.byte_rows, b.rows, &mut out).expect("rows in order");
+        digest = out
+            .iter()
+            .fold(digest, |d, r| d.wrapping_add(r.to ^ r.count));
+    }
+    (start.elapsed().as_secs_f64(), digest)
 }
 
 fn stores(args: impl Iterator<Item = String>) -> Vec<PathBuf> {
@@ -162,7 +252,7 @@ fn main() {
         std::process::exit(2);
     }
     let mut blocks = Vec::new();
-    let (mut rows, mut store_bytes, mut pfor_bytes) = (0, 0, 0);
+    let (mut rows, mut store_bytes, mut pfor_bytes, mut byte_rows_bytes) = (0, 0, 0, 0);
     let mut grouped = [0usize; 3];
     for path in &paths {
         let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -183,12 +273,20 @@ fn main() {
                         .map(|c| grouped_bytes(c, size))
                         .sum::<usize>();
                 }
+                let row_major: Vec<u64> = (0..decoded.len())
+                    .flat_map(|r| columns.iter().map(move |c| c[r]))
+                    .collect();
+                let mut byte_rows = Vec::new();
+                encode_byte_rows(&row_major, &mut byte_rows);
+                byte_rows_bytes += byte_rows.len();
+                byte_rows.extend_from_slice(&[0; ROW_SLACK]);
                 rows += decoded.len();
                 store_bytes += bytes.len();
                 blocks.push(Block {
                     bytes,
                     section: *s,
                     packed,
+                    byte_rows,
                     rows: decoded.len(),
                 });
             }
@@ -201,28 +299,50 @@ fn main() {
         blocks.len()
     );
     println!(
-        "bytes per row: store (LEB128) {:.2}, PFOR per block column {:.2}, \
-         bit-packed per 32 rows {:.2}, per 128 rows {:.2}, per block {:.2}",
+        "bytes per row: store (LEB128) {:.2}, PFOR per block column {:.2}, byte-length rows \
+         {:.2}, bit-packed per 32 rows {:.2}, per 128 rows {:.2}, per block {:.2}",
         per_row(store_bytes),
         per_row(pfor_bytes),
+        per_row(byte_rows_bytes),
         per_row(grouped[0]),
         per_row(grouped[1]),
         per_row(grouped[2]),
     );
+    // The same number of blocks, but only the first few, again and again: their bytes and
+    // rows stay in the L2 cache, so this is the decoder's own cost, without memory waits.
+    let cached = blocks.len().min(CACHED_BLOCKS);
+    let cached_rows: usize = blocks[..cached].iter().map(|b| b.rows).sum();
+    let cached_rows = cached_rows * (blocks.len() / cached.max(1));
+    let cached = || {
+        blocks[..cached]
+            .iter()
+            .cycle()
+            .take(blocks.len() / cached.max(1) * cached)
+    };
     for round in 1..=3 {
         let (leb, leb_sum) = time_store_decode(&blocks);
         let (pfor, pfor_sum) = time_pfor_decode(&blocks);
-        assert_eq!(leb_sum, pfor_sum, "both decoders give the same rows");
+        let (byte_rows, byte_rows_sum) = time_byte_rows_decode(&blocks);
+        assert_eq!(leb_sum, pfor_sum, "the decoders give the same rows");
+        assert_eq!(leb_sum, byte_rows_sum, "the decoders give the same rows");
+        let (hot, _) = time_store_decode(cached());
         println!(
-            "round {round}: decode ns per row: store {:.1}, PFOR prototype {:.1}",
+            "round {round}: decode ns per row: store {:.1} ({:.1} with {CACHED_BLOCKS} blocks \
+             in cache), PFOR prototype {:.1}, byte-length rows prototype {:.1}",
             leb * 1e9 / rows as f64,
-            pfor * 1e9 / rows as f64
+            hot * 1e9 / cached_rows.max(1) as f64,
+            pfor * 1e9 / rows as f64,
+            byte_rows * 1e9 / rows as f64
         );
     }
 }
 
+/// Blocks decoded again and again for the decoder's speed in cache (8 blocks of at most 4,096
+/// trace rows: about 200 KB of bytes, 160 KB of rows decoded).
+const CACHED_BLOCKS: usize = 8;
+
 /// Seconds to decode every block as `merge` does, and a digest of the rows.
-fn time_store_decode(blocks: &[Block]) -> (f64, u64) {
+fn time_store_decode<'b>(blocks: impl IntoIterator<Item = &'b Block>) -> (f64, u64) {
     let start = Instant::now();
     let (mut digest, mut out) = (0u64, Vec::with_capacity(4096));
     for b in blocks {
