@@ -358,5 +358,8 @@ mod allocator_tests {
         assert_eq!(get(MI_OPTION_PAGE_CROSS_THREAD_MAX_RECLAIM), -1);
         assert_eq!(get(MI_OPTION_PAGE_FULL_RETAIN), 0);
         tune_allocator();
+        keep_memory_at_exit();
+        assert_eq!(get(MI_OPTION_PURGE_DELAY), -1);
+        tune_allocator();
     }
 }
