@@ -60,9 +60,16 @@ timed() { # label, command...: appends "wall peak-RSS CPU" to $work/t-label
   awk '{print $1, $2, $3 + $4}' "$work/t-one" >> "$work/t-$label"
 }
 rm -f "$work"/t-*
+# With BASE, the two builds take turns at running first in a round, right after the previous
+# round's merge-fdata (the slot that pays for the memory it freed).
 for r in $(seq 1 "$rounds"); do
-  timed ours "$pm" merge "$work/stores" -o "$work/merged.pms"
-  [ -z "$base" ] || timed base "$base" merge "$work/stores" -o "$work/merged-base.pms"
+  if [ -n "$base" ] && [ $((r % 2)) = 0 ]; then
+    timed base "$base" merge "$work/stores" -o "$work/merged-base.pms"
+    timed ours "$pm" merge "$work/stores" -o "$work/merged.pms"
+  else
+    timed ours "$pm" merge "$work/stores" -o "$work/merged.pms"
+    [ -z "$base" ] || timed base "$base" merge "$work/stores" -o "$work/merged-base.pms"
+  fi
   timed theirs /usr/lib/llvm-22/bin/merge-fdata "$work"/fdata/*.fdata -o "$work/merged.fdata"
 done
 summary() { # label: median wall, median peak RSS, median CPU (user + system)
@@ -102,13 +109,19 @@ theirs() {
   /usr/lib/llvm-22/bin/merge-fdata $(for i in $list; do echo "$work/p$i.fdata"; done) -o "$work/fleet-ref.fdata" 2>/dev/null
 }
 now() { date +%s.%N; }
+timed_fleet() { # label, then the command
+  local label=$1 t0 t1; shift
+  t0=$(now); "$@"; t1=$(now)
+  echo "$t1 - $t0" | bc -l >> "$work/t-fleet-$label"
+}
+# Whichever runs right after perf2bolt and merge-fdata pays for the memory they freed (fresh
+# pages; PERF.md, twelfth session): with BASE, this build and the base take turns at that place.
 for r in $(seq 1 "$rounds"); do
-  t0=$(now); ours; t1=$(now); theirs; t2=$(now)
-  echo "$t1 - $t0" | bc -l >> "$work/t-fleet-ours"
-  echo "$t2 - $t1" | bc -l >> "$work/t-fleet-theirs"
-  if [ -n "$base" ]; then
-    t0=$(now); ours "$base" -base; t1=$(now)
-    echo "$t1 - $t0" | bc -l >> "$work/t-fleet-base"
+  if [ -n "$base" ] && [ $((r % 2)) = 0 ]; then
+    timed_fleet base ours "$base" -base; timed_fleet theirs theirs; timed_fleet ours ours
+  else
+    timed_fleet ours ours; timed_fleet theirs theirs
+    [ -z "$base" ] || timed_fleet base ours "$base" -base
   fi
 done
 fo=$(median < "$work/t-fleet-ours")
