@@ -150,8 +150,8 @@ struct Block {
     rows: usize,
 }
 
-/// Bytes a byte-length row's decoding may read past its end: the 8-byte load of a last value
-/// that starts at the row's longest end (2 + 5 × 8 bytes).
+/// Bytes from a byte-length row's start that its encoding and decoding touch: the longest row
+/// (2 + 5 × 8 bytes) and 8 more, since every value is stored and loaded as 8 bytes.
 const ROW_SLACK: usize = 2 + 5 * 8 + 8;
 
 /// A value's 3-bit length code and its byte length: 0 to 6 bytes as themselves, 7 for 8 bytes.
