@@ -43,17 +43,15 @@ fn block_columns(bytes: &[u8], rows: usize) -> Vec<Vec<u64>> {
     columns
 }
 
-/// One row's values from unpacked columns, for [`Row::decode_from`].
-struct RowOfColumns<'c> {
-    columns: &'c [[u64; 4096]; COLUMNS],
-    row: usize,
-    column: usize,
-}
+/// One row's values, decoded by a prototype, handed one by one to [`Row::decode_from`]: the
+/// values and the index of the next.
+struct RowValues([u64; COLUMNS], usize);
 
-impl Uleb for RowOfColumns<'_> {
+impl Uleb for RowValues {
+    #[inline(always)]
     fn uleb(&mut self) -> Option<u64> {
-        let v = self.columns.get(self.column)?[self.row];
-        self.column += 1;
+        let v = *self.0.get(self.1)?;
+        self.1 += 1;
         Some(v)
     }
 }
@@ -178,18 +176,6 @@ fn encode_byte_rows(values: &[u64], out: &mut Vec<u8>) {
     }
 }
 
-/// A trace row's values from byte-length rows, for [`Row::decode_from`].
-struct ByteRow([u64; COLUMNS], usize);
-
-impl Uleb for ByteRow {
-    #[inline(always)]
-    fn uleb(&mut self) -> Option<u64> {
-        let v = *self.0.get(self.1)?;
-        self.1 += 1;
-        Some(v)
-    }
-}
-
 /// Decodes `rows` byte-length rows of `bytes` into `out`, checking their order; `None` if a
 /// row does not follow the one before.
 #[inline(always)]
@@ -207,7 +193,7 @@ fn decode_byte_rows(bytes: &[u8], rows: usize, out: &mut Vec<TraceRow>) -> Optio
             end += length;
         }
         at += end;
-        let row = TraceRow::decode_from(&prev, &mut ByteRow(values, 0))?;
+        let row = TraceRow::decode_from(&prev, &mut RowValues(values, 0))?;
         if i > 0 && !prev.key_cmp(&row).is_lt() {
             return None;
         }
@@ -367,13 +353,9 @@ fn time_pfor_decode(blocks: &[Block]) -> (f64, u64) {
         }
         out.clear();
         let mut prev = TraceRow::default();
+        let row_values = |row: usize| RowValues(std::array::from_fn(|c| columns[c][row]), 0);
         for row in 0..b.rows {
-            let mut values = RowOfColumns {
-                columns: &columns,
-                row,
-                column: 0,
-            };
-            prev = TraceRow::decode_from(&prev, &mut values).expect("a row's values");
+            prev = TraceRow::decode_from(&prev, &mut row_values(row)).expect("a row's values");
             out.push(prev);
         }
         digest = out
