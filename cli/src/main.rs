@@ -72,7 +72,7 @@ pub fn keep_freed_memory() {
 /// (when this VM's fresh pages cost most) the merge took 0.61 instead of 0.72 s (PERF.md,
 /// tenth session). Exporting fdata, right after merge-fdata had run: 0.35 → 0.16 s and 100 →
 /// 57 MB for the fleet benchmark's store; for a 42 MB binary (cargo), without anything before,
-/// 1.66 → 1.37 s and 313 → 268 MB (PERF.md, twelfth session).
+/// 1.66 → 1.37 s and 313 → 267 MB (PERF.md, twelfth session).
 pub fn without_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE sets a flag of the process, which the kernel reads when a
