@@ -335,24 +335,54 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
 
 /// `perf record -e cpu-clock` of a run of `bolted` into `d/basic.data`; `None` where perf
 /// cannot record here (an error unless external tools are skipped).
+///
+/// A capture whose build-id list lacks `bolted` is recorded again: perf2bolt refuses it ("failed
+/// to match build-id"), which CI saw twice (never here, in dozens of runs, with the same perf)
+/// although the binary ran for milliseconds. perf's own messages of each failed try are printed,
+/// and a third failure fails the test with them.
 fn record_basic(d: &Path, bolted: &Path) -> Option<PathBuf> {
     let capture = d.join("basic.data");
-    // The programs loop over a multiple of their argument count. With no arguments the loop is
-    // over in microseconds, and a run sometimes left no sample in the binary at all (perf2bolt
-    // then refuses the capture: seen in CI). A thousand arguments make it milliseconds, hundreds
-    // of samples.
-    let recorded = Command::new(PERF)
-        .args(["record", "-q", "-e", "cpu-clock", "-c", "5000", "-o"])
-        .arg(&capture)
-        .arg(bolted)
-        .args((0..1000).map(|i| i.to_string()))
-        .output()
-        .unwrap();
-    if !recorded.status.success() {
-        tool_missing("perf record -e cpu-clock (not permitted here)");
-        return None;
+    let mut failures = Vec::new();
+    for _ in 0..3 {
+        // The programs loop over a multiple of their argument count: a thousand arguments make
+        // a run milliseconds long, hundreds of samples in the binary.
+        let recorded = Command::new(PERF)
+            .args(["record", "-e", "cpu-clock", "-c", "5000", "-o"])
+            .arg(&capture)
+            .arg(bolted)
+            .args((0..1000).map(|i| i.to_string()))
+            .output()
+            .unwrap();
+        if !recorded.status.success() {
+            tool_missing("perf record -e cpu-clock (not permitted here)");
+            return None;
+        }
+        let listed = Command::new(PERF)
+            .args(["buildid-list", "-i"])
+            .arg(&capture)
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+        if listed
+            .lines()
+            .any(|l| l.ends_with(&*bolted.to_string_lossy()))
+        {
+            return Some(capture);
+        }
+        let failure = format!(
+            "perf record: {}\nperf buildid-list: {listed}",
+            String::from_utf8_lossy(&recorded.stderr)
+        );
+        eprintln!(
+            "{}: no build-id in the capture, recording again; {failure}",
+            bolted.display()
+        );
+        failures.push(failure);
     }
-    Some(capture)
+    panic!(
+        "{}: never in the capture's build-ids: {failures:#?}",
+        bolted.display()
+    );
 }
 
 /// A real `perf record -e cpu-clock` run of a BOLTed binary, read with `-nl`.
