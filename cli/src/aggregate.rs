@@ -273,7 +273,7 @@ fn write_sum_of_captures(args: &Args, request: &Request, started: Instant) -> Re
             .iter()
             .find(|p| p.meta.identity_cmp(&meta) == std::cmp::Ordering::Equal);
         let profile = stored
-            .map(|p| binary_profile(p, binary, order))
+            .map(|p| binary_profile(p.clone(), binary, order))
             .unwrap_or_default();
         write_profile(args.format, path, &profile, basic, output)?;
     }

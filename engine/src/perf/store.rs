@@ -10,6 +10,8 @@ use std::cmp::Ordering;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use formats::bolt::preagg::BR_ONLY;
 use formats::store::{
     BinaryMeta, BlockCursor, BranchRow, IpRow, MemRow, ReturnRow, Row, Section, Store, StoreError,
@@ -351,7 +353,7 @@ impl StoreFile {
         binary: &BinaryInfo,
         order: TraceOrder,
     ) -> Result<BinaryProfile> {
-        Ok(binary_profile(&self.stored(index)?, binary, order))
+        Ok(binary_profile(self.stored(index)?, binary, order))
     }
 
     /// Stored binary `index`, read whole.
@@ -366,31 +368,49 @@ impl StoreFile {
         })
     }
 
-    fn rows_of<R: Row>(&self, store: &Store<'_>, index: usize) -> Result<Vec<R>> {
-        // Sized from the table of contents: growing by doubling would touch twice the memory,
-        // and fresh pages cost more than the decoding (PERF.md, the fleet path).
+    /// Every row of binary `index`'s `R` table: its blocks decoded in parallel (each decodes
+    /// alone) into one array, the order then checked where they meet.
+    fn rows_of<R: Row + Send + Sync>(&self, store: &Store<'_>, index: usize) -> Result<Vec<R>> {
         let blocks = store.binaries()[index].1.blocks(R::KIND);
-        // A row takes at least a byte, so a corrupt row count cannot ask for more memory than
-        // the file's size (the section lengths are checked against it).
-        let capacity: u64 = blocks.iter().map(|b| b.rows.min(b.length)).sum();
-        let mut rows = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
-        for row in store.rows::<R>(index) {
-            rows.push(row.map_err(|e| self.error(e))?);
+        let total = blocks.iter().map(Section::row_room).sum();
+        let Some(mut rows) = formats::store::zeroed_rows::<R>(total) else {
+            let e = std::io::Error::new(std::io::ErrorKind::OutOfMemory, "its rows do not fit");
+            return Err(io_error(&self.path)(e));
+        };
+        let mut parts = Vec::with_capacity(blocks.len());
+        let mut rest = &mut rows[..];
+        for s in blocks {
+            let (part, after) = rest.split_at_mut(s.row_room());
+            parts.push(part);
+            rest = after;
         }
+        let decoded: Vec<_> = blocks
+            .par_iter()
+            .zip(parts)
+            .map_init(Vec::new, |scratch, (s, part)| {
+                store.block_rows_into(s, scratch, part)
+            })
+            .collect();
+        store
+            .check_joined(blocks, decoded, &rows)
+            .map_err(|e| self.error(e))?;
         Ok(rows)
     }
 }
 
 /// `stored` in `binary`'s addresses (the inverse of [`stored_profile`]), traces in `order`.
 pub fn binary_profile(
-    stored: &StoredProfile,
+    stored: StoredProfile,
     binary: &BinaryInfo,
     order: TraceOrder,
 ) -> BinaryProfile {
     let at = FileOffsets::of(binary);
+    let mem = stored_mem(&stored, binary);
+    // In place: a row and its trace take the same room, so the rows' memory is reused rather
+    // than a second array's fresh pages touched.
     let mut traces: Vec<_> = stored
         .traces
-        .iter()
+        .into_iter()
         .map(|r| {
             let key = (at.address(r.branch), at.address(r.from), at.address(r.to));
             let counts = Counts {
@@ -400,11 +420,7 @@ pub fn binary_profile(
             (key, counts)
         })
         .collect();
-    let sort_key = |k: &(u64, u64, u64)| match order {
-        TraceOrder::ByBranch => (k.0, k.1, k.2),
-        TraceOrder::ByStart => (k.1, k.0, k.2),
-    };
-    traces.sort_unstable_by_key(|t| sort_key(&t.0));
+    sort_traces(&mut traces, order);
     traces.dedup_by(|b, a| {
         let same = a.0 == b.0;
         if same {
@@ -421,13 +437,54 @@ pub fn binary_profile(
     ips.sort_unstable();
     BinaryProfile {
         traces,
-        events: stored.meta.events.clone(),
+        events: stored.meta.events,
         ips,
         returns: stored.returns.iter().map(|r| at.address(r.addr)).collect(),
-        mem: stored_mem(stored, binary),
+        mem,
         samples: stored.meta.samples,
         pids: stored.meta.processes as usize,
     }
+}
+
+/// A profile's traces, keyed by (branch, from, to).
+type Traces = Vec<((u64, u64, u64), Counts)>;
+
+/// Sorts `traces` in `order`. A store's rows come sorted by branch, and the file offsets map
+/// to addresses in the same order (segments lie in the file as in memory): that order is
+/// kept, and the order by start derived from it by a stable sort on the start alone.
+fn sort_traces(traces: &mut Traces, order: TraceOrder) {
+    let by_branch = traces.par_windows(2).all(|w| w[0].0 < w[1].0);
+    match order {
+        TraceOrder::ByBranch if by_branch => {}
+        TraceOrder::ByStart if by_branch => match by_start_of_sorted(traces) {
+            Some(sorted) => *traces = sorted,
+            None => traces.par_sort_unstable_by_key(|&((b, f, t), _)| (f, b, t)),
+        },
+        TraceOrder::ByBranch => traces.par_sort_unstable_by_key(|t| t.0),
+        TraceOrder::ByStart => traces.par_sort_unstable_by_key(|&((b, f, t), _)| (f, b, t)),
+    }
+}
+
+/// `traces`, strictly increasing by (branch, from, to), in order by (from, branch, to): for
+/// one start, the order they come in is by (branch, to) already, so sorting each start with
+/// its index, packed in one integer, orders them; 40-byte traces compared by three columns
+/// sorted several times slower (PERF.md). `None` where a start or an index passes 32 bits.
+fn by_start_of_sorted(traces: &Traces) -> Option<Traces> {
+    u32::try_from(traces.len()).ok()?;
+    let keys = traces
+        .par_iter()
+        .enumerate()
+        .map(|(i, &((_, from, _), _))| {
+            let from = u32::try_from(from).ok()?;
+            Some(u64::from(from) << 32 | i as u64)
+        });
+    let mut keys: Vec<u64> = keys.collect::<Option<_>>()?;
+    keys.par_sort_unstable();
+    Some(
+        keys.par_iter()
+            .map(|&k| traces[(k & u64::from(u32::MAX)) as usize])
+            .collect(),
+    )
 }
 
 /// What a merge found worth saying.
@@ -2116,6 +2173,43 @@ mod tests {
             rows.rotate_left(third);
             sort_by_key(&mut rows, &mut SortScratch::default());
             prop_assert_eq!(rows, expected);
+        }
+
+        /// A stored profile's traces sorted by start or by branch as a comparison sort orders
+        /// them: from the store's order (sorted by branch: the stable sort on the start alone,
+        /// unless a start passes 32 bits), and from any other.
+        #[test]
+        fn traces_sort_as_the_comparison_sort(
+            keys in proptest::collection::vec(
+                (
+                    0u64..6,
+                    prop_oneof![0u64..6, Just(u32::MAX.into()), Just(1 << 40 | 3)],
+                    prop_oneof![0u64..4, Just(u64::MAX)],
+                ),
+                0..200,
+            ),
+            in_store_order in any::<bool>(),
+            by_start in any::<bool>(),
+        ) {
+            let mut traces: Traces = keys
+                .into_iter()
+                .map(|k| (k, Counts { taken: k.0 ^ k.2, mispred: k.1 }))
+                .collect();
+            traces.sort_unstable_by_key(|t| t.0);
+            traces.dedup_by_key(|t| t.0);
+            let mut expected = traces.clone();
+            let order = match by_start {
+                true => {
+                    expected.sort_by_key(|&((b, f, t), _)| (f, b, t));
+                    TraceOrder::ByStart
+                }
+                false => TraceOrder::ByBranch,
+            };
+            if !in_store_order {
+                traces.reverse();
+            }
+            sort_traces(&mut traces, order);
+            prop_assert_eq!(traces, expected);
         }
     }
 }

@@ -22,8 +22,8 @@ mod tests;
 
 pub use raw::{FileHeader, TocEntry, Trailer};
 pub use read::{
-    parse_binary_meta, parse_header, parse_meta, parse_toc, parse_trailer, BinaryLayout,
-    BlockCursor, BlockRows, Layout, Section, Store, StoreIndex, TableRows,
+    parse_binary_meta, parse_header, parse_meta, parse_toc, parse_trailer, zeroed_rows,
+    BinaryLayout, BlockCursor, BlockRows, Layout, Section, Store, StoreIndex, TableRows,
 };
 pub use rows::{BlockUleb, BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow, Uleb};
 pub use write::{StoreWriter, TableWriter};
@@ -258,6 +258,11 @@ pub fn check_fuzz_input(data: &[u8]) {
             && store.rows::<ReturnRow>(b).all(|r| r.is_ok())
     });
     for b in 0..store.binaries().len() {
+        assert_eq!(rows_by_blocks::<TraceRow>(&store, b), store.rows(b).collect());
+        assert_eq!(rows_by_blocks::<BranchRow>(&store, b), store.rows(b).collect());
+        assert_eq!(rows_by_blocks::<IpRow>(&store, b), store.rows(b).collect());
+        assert_eq!(rows_by_blocks::<MemRow>(&store, b), store.rows(b).collect());
+        assert_eq!(rows_by_blocks::<ReturnRow>(&store, b), store.rows(b).collect());
         bulk_decoding_equals_row_by_row::<TraceRow>(&store, data, b);
         bulk_decoding_equals_row_by_row::<BranchRow>(&store, data, b);
         bulk_decoding_equals_row_by_row::<IpRow>(&store, data, b);
@@ -273,6 +278,31 @@ pub fn check_fuzz_input(data: &[u8]) {
         .expect("a store that reads whole writes back");
     let again = Store::parse(&bytes).expect("a rewritten store parses");
     assert_eq!(again.rewrite().expect("a rewritten store reads"), bytes);
+}
+
+/// A table's rows decoded block by block into one array by [`Store::block_rows_into`], the
+/// last block first (a reader decoding blocks in parallel finishes them in any order), then
+/// joined by [`Store::check_joined`].
+pub(crate) fn rows_by_blocks<R: Row>(store: &Store<'_>, binary: usize) -> Result<Vec<R>, StoreError> {
+    let blocks = store.binaries()[binary].1.blocks(R::KIND);
+    let mut rows = zeroed_rows::<R>(blocks.iter().map(Section::row_room).sum()).unwrap();
+    let mut parts = Vec::new();
+    let mut rest = &mut rows[..];
+    for s in blocks {
+        let (part, after) = rest.split_at_mut(s.row_room());
+        parts.push(part);
+        rest = after;
+    }
+    let mut scratch = Vec::new();
+    let mut results: Vec<_> = blocks
+        .iter()
+        .zip(parts)
+        .rev()
+        .map(|(s, part)| store.block_rows_into(s, &mut scratch, part))
+        .collect();
+    results.reverse();
+    store.check_joined(blocks, results, &rows)?;
+    Ok(rows)
 }
 
 /// The bulk decoders — [`BlockCursor::rows_while`], which `merge` uses one key range after

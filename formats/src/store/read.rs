@@ -40,6 +40,12 @@ pub struct Section {
 }
 
 impl Section {
+    /// Rows the block can hold: its row count, but never more than its bytes (a row takes at
+    /// least one), so that a corrupt count cannot ask for more memory than the file's size.
+    pub fn row_room(&self) -> usize {
+        usize::try_from(self.rows.min(self.length)).unwrap_or(usize::MAX)
+    }
+
     fn error(&self, offset: u64, kind: StoreErrorKind) -> StoreError {
         StoreError {
             offset,
@@ -677,6 +683,77 @@ impl<'a> Store<'a> {
         }
     }
 
+    /// Decodes every row of table block `s` (one of [`BinaryLayout::blocks`]) into `out`, its
+    /// checksum and order checked, by the bulk decoder, with `scratch` as room for them: blocks
+    /// decode alone, so a reader can decode a table's blocks in parallel into one array (see
+    /// [`zeroed_rows`]); [`Store::check_joined`] then checks where they join, and the two give
+    /// what [`Store::rows`] gives, errors included. `out` must hold the block's rows exactly
+    /// (its table of contents' row count); `RowCount` where it does not.
+    pub fn block_rows_into<R: Row>(
+        &self,
+        s: &Section,
+        scratch: &mut Vec<R>,
+        out: &mut [R],
+    ) -> Result<(), StoreError> {
+        let bytes = section_bytes(self.data, s);
+        let mut cursor = BlockCursor::<R>::new(bytes, s)?;
+        scratch.clear();
+        // Never more than `out` holds (nor than a corrupt row count asks for); rows past it
+        // are then left over, a row count error.
+        while scratch.len() < out.len()
+            && cursor.next_rows(bytes, scratch, out.len() - scratch.len())?
+        {}
+        let whole = cursor.left == 0 && cursor.pos == bytes.len();
+        match out.len() == scratch.len() && whole {
+            true => {
+                out.copy_from_slice(scratch);
+                Ok(())
+            }
+            false => Err(s.error(cursor.offset(), StoreErrorKind::RowCount)),
+        }
+    }
+
+    /// Checks that the first row of table block `s` follows `last`, the last row of the
+    /// table's block before it; the error is the one [`Store::rows`] gives where it does not.
+    /// A first row that cannot be read passes: the block's own error says why.
+    fn check_follows<R: Row>(&self, s: &Section, last: &R) -> Result<(), StoreError> {
+        let bytes = section_bytes(self.data, s);
+        let mut cursor = BlockCursor::<R>::new(bytes, s)?;
+        match cursor.next_row(bytes) {
+            // [`Store::rows`] names the offset after the row.
+            Ok(Some(first)) if last.key_cmp(&first) != Ordering::Less => {
+                Err(s.error(cursor.offset(), StoreErrorKind::Unsorted))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Where a table's `blocks` were decoded apart by [`Store::block_rows_into`] into one
+    /// array `rows` (block after block, each [`Section::row_room`] rows long), `results`
+    /// being theirs in block order: the first error of the table, as [`Store::rows`] finds it
+    /// reading row by row, where a block meets the rows before it (unless it follows them),
+    /// then inside it.
+    pub fn check_joined<R: Row>(
+        &self,
+        blocks: &[Section],
+        results: impl IntoIterator<Item = Result<(), StoreError>>,
+        rows: &[R],
+    ) -> Result<(), StoreError> {
+        let mut end: usize = 0;
+        for (s, result) in blocks.iter().zip(results) {
+            let n = s.row_room();
+            if let Some(last) = end.checked_sub(1).and_then(|i| rows.get(i)) {
+                let follows = n == 0 || rows.get(end).is_some_and(|f| last.key_cmp(f).is_lt());
+                if result.is_err() || !follows {
+                    self.check_follows(s, last)?;
+                }
+            }
+            result?;
+            end += n;
+        }
+        Ok(())
+    }
+
     /// The store's content written again by this crate's writer: a store this crate wrote
     /// comes back byte for byte; any other valid store comes back in the canonical layout
     /// (blocks of [`super::ROWS_PER_BLOCK`] rows, unknown sections dropped).
@@ -778,6 +855,13 @@ impl<R: Row> Iterator for TableRows<'_, R> {
     fn next(&mut self) -> Option<Self::Item> {
         self.next_row().transpose()
     }
+}
+
+/// `n` rows of zeros, allocated zeroed: memory that the system gives zeroed is then first
+/// touched by whoever writes the rows (threads decoding blocks into it in parallel), not by a
+/// serial fill. `None` where the allocation fails.
+pub fn zeroed_rows<R: Row>(n: usize) -> Option<Vec<R>> {
+    R::new_vec_zeroed(n).ok()
 }
 
 /// The bytes of section `s` (the table of contents has checked that they lie in `data`).

@@ -3,12 +3,14 @@
 //! all-zero row, so every block decodes alone). All arithmetic wraps, so every `u64` value
 //! round-trips, markers such as `u64::MAX` included.
 
+use zerocopy::FromZeros;
+
 use crate::bytes::{ReadError, ReadErrorKind, Reader};
 
 use super::SectionKind;
 
 /// A table row: a key (the columns before the counts) and counts that add up.
-pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq {
+pub trait Row: Copy + Default + std::fmt::Debug + PartialEq + Eq + FromZeros {
     /// The section kind of this table's blocks.
     const KIND: SectionKind;
     /// The key's ordering; rows of a table are strictly increasing by it.
@@ -237,7 +239,7 @@ fn decode_counts<U: Uleb>(r: &mut U) -> Option<[u64; 2]> {
 
 /// An LBR trace: the branch `branch → from`, then the fall-through `from → to`, in the
 /// binary's file-offset space (`0`: outside the binary; `to == u64::MAX`: no fall-through).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromZeros)]
 pub struct TraceRow {
     /// The branch's source.
     pub branch: u64,
@@ -298,7 +300,7 @@ impl Row for TraceRow {
 }
 
 /// A branch known without its fall-through (pre-aggregated `B` records), in file offsets.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromZeros)]
 pub struct BranchRow {
     /// The branch's source (`0`: outside the binary).
     pub from: u64,
@@ -355,7 +357,7 @@ impl Row for BranchRow {
 
 /// IP samples at one file offset (basic, non-LBR profiles), of the events the binary's
 /// metadata lists, summed as perf2bolt sums them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromZeros)]
 pub struct IpRow {
     /// The sampled instruction's file offset.
     pub ip: u64,
@@ -404,7 +406,7 @@ impl Row for IpRow {
 
 /// Memory samples: an instruction and the data address it touched, as perf2bolt reads them
 /// (see `docs/store.md` for which address space each is in).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromZeros)]
 pub struct MemRow {
     /// The sampled instruction.
     pub pc: u64,
@@ -464,7 +466,7 @@ impl Row for MemRow {
 }
 
 /// A branch source known to be a return (pre-aggregated `R` records); a set, no count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromZeros)]
 pub struct ReturnRow {
     /// The return instruction's file offset.
     pub addr: u64,
