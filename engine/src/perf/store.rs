@@ -128,17 +128,17 @@ fn sorted_summed<R: Row>(rows: Vec<R>) -> Vec<R> {
 /// saturated.
 pub(crate) fn sorted_summed_saturating<R: Row>(mut rows: Vec<R>) -> (Vec<R>, bool) {
     rows.sort_unstable_by(|a, b| a.key_cmp(b));
-    let mut out: Vec<R> = Vec::with_capacity(rows.len());
+    // In place: a second array takes fresh pages, which cost more here than the summing (an
+    // aggregation of a 1 MB capture: 1,119 → 1,056 page faults of 4 KiB; PERF.md).
     let mut saturated = false;
-    for r in rows {
-        match out.last_mut() {
-            Some(last) if last.key_cmp(&r) == Ordering::Equal => {
-                saturated |= !last.add_counts(&r);
-            }
-            _ => out.push(r),
+    rows.dedup_by(|later, kept| {
+        let same = kept.key_cmp(later) == Ordering::Equal;
+        if same {
+            saturated |= !kept.add_counts(later);
         }
-    }
-    (out, saturated)
+        same
+    });
+    (rows, saturated)
 }
 
 /// `profile` (in `binary`'s addresses) in the store's terms.

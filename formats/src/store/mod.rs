@@ -258,11 +258,20 @@ pub fn check_fuzz_input(data: &[u8]) {
             && store.rows::<ReturnRow>(b).all(|r| r.is_ok())
     });
     for b in 0..store.binaries().len() {
-        assert_eq!(rows_by_blocks::<TraceRow>(&store, b), store.rows(b).collect());
-        assert_eq!(rows_by_blocks::<BranchRow>(&store, b), store.rows(b).collect());
+        assert_eq!(
+            rows_by_blocks::<TraceRow>(&store, b),
+            store.rows(b).collect()
+        );
+        assert_eq!(
+            rows_by_blocks::<BranchRow>(&store, b),
+            store.rows(b).collect()
+        );
         assert_eq!(rows_by_blocks::<IpRow>(&store, b), store.rows(b).collect());
         assert_eq!(rows_by_blocks::<MemRow>(&store, b), store.rows(b).collect());
-        assert_eq!(rows_by_blocks::<ReturnRow>(&store, b), store.rows(b).collect());
+        assert_eq!(
+            rows_by_blocks::<ReturnRow>(&store, b),
+            store.rows(b).collect()
+        );
         bulk_decoding_equals_row_by_row::<TraceRow>(&store, data, b);
         bulk_decoding_equals_row_by_row::<BranchRow>(&store, data, b);
         bulk_decoding_equals_row_by_row::<IpRow>(&store, data, b);
@@ -283,7 +292,10 @@ pub fn check_fuzz_input(data: &[u8]) {
 /// A table's rows decoded block by block into one array by [`Store::block_rows_into`], the
 /// last block first (a reader decoding blocks in parallel finishes them in any order), then
 /// joined by [`Store::check_joined`].
-pub(crate) fn rows_by_blocks<R: Row>(store: &Store<'_>, binary: usize) -> Result<Vec<R>, StoreError> {
+pub(crate) fn rows_by_blocks<R: Row>(
+    store: &Store<'_>,
+    binary: usize,
+) -> Result<Vec<R>, StoreError> {
     let blocks = store.binaries()[binary].1.blocks(R::KIND);
     let mut rows = zeroed_rows::<R>(blocks.iter().map(Section::row_room).sum()).unwrap();
     let mut parts = Vec::new();
