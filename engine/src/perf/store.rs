@@ -467,8 +467,9 @@ fn sort_traces(traces: &mut Traces, order: TraceOrder) {
 
 /// `traces`, strictly increasing by (branch, from, to), in order by (from, branch, to): for
 /// one start, the order they come in is by (branch, to) already, so sorting each start with
-/// its index, packed in one integer, orders them; 40-byte traces compared by three columns
-/// sorted several times slower (PERF.md). `None` where a start or an index passes 32 bits.
+/// its index, packed in one integer, orders them. 4.35 M traces: 0.27 s, the keys and the
+/// gathering included, against 0.32 s for the 40-byte traces compared by three columns
+/// (PERF.md). `None` where a start or an index passes 32 bits.
 fn by_start_of_sorted(traces: &Traces) -> Option<Traces> {
     u32::try_from(traces.len()).ok()?;
     let keys = traces
