@@ -372,21 +372,13 @@ impl StoreFile {
     /// alone) into one array, the order then checked where they meet.
     fn rows_of<R: Row + Send + Sync>(&self, store: &Store<'_>, index: usize) -> Result<Vec<R>> {
         let blocks = store.binaries()[index].1.blocks(R::KIND);
-        let total = blocks.iter().map(Section::row_room).sum();
-        let Some(mut rows) = formats::store::zeroed_rows::<R>(total) else {
+        let Some(mut rows) = formats::store::zeroed_rows::<R>(blocks) else {
             let e = std::io::Error::new(std::io::ErrorKind::OutOfMemory, "its rows do not fit");
             return Err(io_error(&self.path)(e));
         };
-        let mut parts = Vec::with_capacity(blocks.len());
-        let mut rest = &mut rows[..];
-        for s in blocks {
-            let (part, after) = rest.split_at_mut(s.row_room());
-            parts.push(part);
-            rest = after;
-        }
         let decoded: Vec<_> = blocks
             .par_iter()
-            .zip(parts)
+            .zip(formats::store::block_parts(blocks, &mut rows))
             .map_init(Vec::new, |scratch, (s, part)| {
                 store.block_rows_into(s, scratch, part)
             })

@@ -857,11 +857,23 @@ impl<R: Row> Iterator for TableRows<'_, R> {
     }
 }
 
-/// `n` rows of zeros, allocated zeroed: memory that the system gives zeroed is then first
-/// touched by whoever writes the rows (threads decoding blocks into it in parallel), not by a
-/// serial fill. `None` where the allocation fails.
-pub fn zeroed_rows<R: Row>(n: usize) -> Option<Vec<R>> {
-    R::new_vec_zeroed(n).ok()
+/// Room for every row of a table whose blocks are `blocks`, allocated zeroed: memory that the
+/// system gives zeroed is then first touched by whoever writes the rows (threads decoding
+/// blocks into it in parallel), not by a serial fill. `None` where the allocation fails.
+pub fn zeroed_rows<R: Row>(blocks: &[Section]) -> Option<Vec<R>> {
+    R::new_vec_zeroed(blocks.iter().map(Section::row_room).sum()).ok()
+}
+
+/// `rows` (from [`zeroed_rows`]) cut into each block's part, in block order, for
+/// [`Store::block_rows_into`].
+pub fn block_parts<'r, R>(blocks: &[Section], mut rows: &'r mut [R]) -> Vec<&'r mut [R]> {
+    let mut parts = Vec::with_capacity(blocks.len());
+    for s in blocks {
+        let (part, rest) = rows.split_at_mut(s.row_room().min(rows.len()));
+        parts.push(part);
+        rows = rest;
+    }
+    parts
 }
 
 /// The bytes of section `s` (the table of contents has checked that they lie in `data`).
