@@ -904,7 +904,7 @@ struct Sums<R: Row> {
     pending: Option<(R, u64)>,
     /// Which range's rows the slots hold (1 to [`GENERATIONS`]): clearing the table for the
     /// next range is a new generation, not a pass over the slots, which took 2 % of the merge
-    /// of 1,000 partials (the table outgrows the L2 cache's share it keeps between ranges).
+    /// of 1,000 partials.
     generation: u64,
 }
 
