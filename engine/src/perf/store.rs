@@ -1570,12 +1570,7 @@ fn sort_by_key<R: Row>(rows: &mut Vec<R>, scratch: &mut SortScratch<R>) {
         let order = &mut scratch.order_64;
         order.clear();
         order.extend(rows.iter().enumerate().map(|(i, r)| packing.pack(r, i)));
-        order.sort_unstable();
-        let sorted = &mut scratch.sorted;
-        sorted.clear();
-        sorted.extend(order.iter().map(|&k| rows[packing.index(k)]));
-        std::mem::swap(rows, sorted);
-        return;
+        return sort_by_order(rows, order, &mut scratch.sorted, |k| packing.index(k));
     }
     let order = &mut scratch.order;
     order.clear();
@@ -1588,10 +1583,21 @@ fn sort_by_key<R: Row>(rows: &mut Vec<R>, scratch: &mut SortScratch<R>) {
             }
         }
     }
+    sort_by_order(rows, order, &mut scratch.sorted, |k| k as u32 as usize);
+}
+
+/// Sorts `order`, each row's key packed over its index (which `index` takes back out), and
+/// puts `rows` in that order; `sorted` is the spare array swapped in.
+#[inline(always)]
+fn sort_by_order<R: Copy, K: Ord + Copy>(
+    rows: &mut Vec<R>,
+    order: &mut [K],
+    sorted: &mut Vec<R>,
+    index: impl Fn(K) -> usize,
+) {
     order.sort_unstable();
-    let sorted = &mut scratch.sorted;
     sorted.clear();
-    sorted.extend(order.iter().map(|&k| rows[k as u32 as usize]));
+    sorted.extend(order.iter().map(|&k| rows[index(k)]));
     std::mem::swap(rows, sorted);
 }
 

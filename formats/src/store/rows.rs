@@ -180,8 +180,7 @@ impl RowBytes<'_> {
 fn append_row(block: &mut Vec<u8>, encode: impl FnOnce(&mut RowBytes<'_>)) {
     let at = block.len();
     block.extend_from_slice(&[0; ROW_ROOM]);
-    let room = block.len() - ROW_ROOM..;
-    let Ok(bytes) = <&mut [u8; ROW_ROOM]>::try_from(&mut block[room]) else {
+    let Some(bytes) = block.last_chunk_mut::<ROW_ROOM>() else {
         unreachable!("ROW_ROOM bytes were just appended")
     };
     let mut row = RowBytes { bytes, len: 0 };
