@@ -145,7 +145,7 @@ fn long_uleb(bytes: &[u8], pos: usize) -> Option<(u64, usize)> {
 const ROW_WINDOW: usize = 64;
 
 impl BlockUleb<'_> {
-    /// A row's `N` values (at most five) from the [`ROW_WINDOW`] bytes at the position, or
+    /// A row's `N` values (at most six) from the [`ROW_WINDOW`] bytes at the position, or
     /// `None` (nothing consumed) where fewer bytes are left or a value is not one that
     /// [`Reader::uleb128`] reads in ten bytes or fewer.
     ///
@@ -155,8 +155,10 @@ impl BlockUleb<'_> {
     /// (PERF.md, fifteenth session).
     #[inline(always)]
     fn window_values<const N: usize>(&mut self) -> Option<[u64; N]> {
+        // N values of at most ten bytes end inside the window: the masking below never wraps.
+        const { assert!(N * 10 <= ROW_WINDOW) };
         let window = self.bytes.get(self.pos..)?.first_chunk::<ROW_WINDOW>()?;
-        // Masking is a no-op (a row's values end within 5 × 10 bytes) that proves the index in
+        // Masking is a no-op (the values end within N × 10 bytes) that proves the index in
         // bounds to the compiler.
         let byte = |at: usize| u64::from(window[at & (ROW_WINDOW - 1)]);
         let mut at = 0;
