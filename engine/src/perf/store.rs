@@ -586,6 +586,61 @@ fn open_inputs(inputs: &[WeightedInput], keep_at_most: usize) -> Result<Vec<Merg
     Ok(opened)
 }
 
+/// Bytes at the start of each input that [`read_ahead`] asks for at most: its header and first
+/// blocks (all of a partial of a few thousand rows). Later blocks are read as the merge goes,
+/// where the system's own read-ahead sees each input read in order.
+const READ_AHEAD: u64 = 256 << 10;
+
+/// Bytes that [`read_ahead`] asks for of all inputs together at most, so that the cache holds
+/// them until the merge reads them, however many inputs there are.
+const READ_AHEAD_TOTAL: u64 = 256 << 20;
+
+/// Asks the system to read the start and the end (the index) of each input into its cache,
+/// without waiting for the disk. Errors are left to the opening of the inputs.
+///
+/// Inputs not in the cache (stores just received, or pushed out by other work) were read one
+/// at a time otherwise, as the merge opened them and read their indexes: 1,000 partials merged
+/// in 0.87–1.02 s from a cold cache, against 0.73–0.78 s with this thread (PERF.md, sixteenth
+/// session); nothing measurable changes when they are cached.
+#[cfg(target_os = "linux")]
+fn read_ahead(inputs: &[WeightedInput]) {
+    use std::os::fd::AsRawFd;
+    let each = read_ahead_each(inputs.len());
+    for input in inputs {
+        let Ok(file) = File::open(&input.path) else {
+            continue;
+        };
+        let Ok(len) = file.metadata().map(|m| m.len()) else {
+            continue;
+        };
+        for range in read_ahead_ranges(len, each) {
+            let at = libc::off_t::try_from(range.start);
+            let n = libc::off_t::try_from(range.end - range.start);
+            if let (Ok(at), Ok(n @ 1..)) = (at, n) {
+                // SAFETY: `posix_fadvise` only reads its arguments, and the descriptor stays
+                // open (owned by `file`) during the call. Advice changes no data.
+                unsafe { libc::posix_fadvise(file.as_raw_fd(), at, n, libc::POSIX_FADV_WILLNEED) };
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_ahead(_: &[WeightedInput]) {}
+
+/// The bytes that [`read_ahead`] asks for of each of `inputs` inputs at most.
+fn read_ahead_each(inputs: usize) -> u64 {
+    (READ_AHEAD_TOTAL / inputs.max(1) as u64).clamp(INDEX_EDGE, READ_AHEAD)
+}
+
+/// The ranges of an input of `len` bytes that [`read_ahead`] asks for, `each` bytes from its
+/// start and its index's edge at its end; either may be empty, and they do not overlap.
+fn read_ahead_ranges(len: u64, each: u64) -> [std::ops::Range<u64>; 2] {
+    let head = each.min(len);
+    let tail = len.saturating_sub(INDEX_EDGE).max(head);
+    [0..head, tail..len]
+}
+
 /// Whether `e` says that the process or the system may open no more files.
 fn is_out_of_files(e: &std::io::Error) -> bool {
     // EMFILE and ENFILE (Linux, the BSDs and macOS agree on both).
@@ -662,7 +717,13 @@ fn merge_stores_with(
     output: &Path,
     tuning: MergeTuning,
 ) -> Result<MergeReport> {
-    let files = open_inputs(inputs, tuning.open_files)?;
+    // The inputs are opened one at a time, and each one's index read: inputs that are not in
+    // the page cache would be read from the disk one at a time. A second thread asks for them
+    // all meanwhile, so that the disk reads them together.
+    let files = std::thread::scope(|scope| {
+        scope.spawn(|| read_ahead(inputs));
+        open_inputs(inputs, tuning.open_files)
+    })?;
     let mut meta = StoreMeta::default();
     for f in &files {
         let m = f.index.meta();
@@ -2004,6 +2065,46 @@ mod tests {
             state ^= state << 17;
             state % m
         }
+    }
+
+    /// Reading ahead asks for each input's start and index, within the file, once each, and
+    /// for no more than its total however many inputs there are; files it cannot open or
+    /// read are left to the merge.
+    #[test]
+    fn reading_ahead_asks_for_each_inputs_start_and_index() {
+        for inputs in [0, 1, 1_000, 5_000, 1 << 20] {
+            let each = read_ahead_each(inputs);
+            assert!((INDEX_EDGE..=READ_AHEAD).contains(&each), "{inputs} inputs");
+            let total = each * inputs as u64;
+            assert!(total <= READ_AHEAD_TOTAL.max(INDEX_EDGE * inputs as u64));
+        }
+        let lens = [
+            0,
+            10,
+            INDEX_EDGE - 1,
+            INDEX_EDGE,
+            INDEX_EDGE + 1,
+            100_000,
+            1 << 30,
+        ];
+        for len in lens {
+            for each in [INDEX_EDGE, 64 << 10, READ_AHEAD] {
+                let [head, tail] = read_ahead_ranges(len, each);
+                assert_eq!(head.start, 0, "{len} {each}");
+                assert!(head.end <= tail.start && tail.end == len, "{len} {each}");
+                assert_eq!(head.end, each.min(len), "{len} {each}");
+                // Every byte of the index's edge is asked for, by one range or the other.
+                let edge = len.saturating_sub(INDEX_EDGE);
+                assert!(tail.start <= edge.max(head.end), "{len} {each}");
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pms");
+        let empty = dir.path().join("empty.pms");
+        std::fs::write(&empty, b"").unwrap();
+        let inputs = [missing, empty, dir.path().to_path_buf()]
+            .map(|path| WeightedInput { path, weight: 1 });
+        read_ahead(&inputs);
     }
 
     /// Tables of many blocks, some inputs clustered on a few keys and others spread, merge as
