@@ -589,10 +589,12 @@ fn open_inputs(inputs: &[WeightedInput], keep_at_most: usize) -> Result<Vec<Merg
 /// Bytes at the start of each input that [`read_ahead`] asks for at most: its header and first
 /// blocks (all of a partial of a few thousand rows). Later blocks are read as the merge goes,
 /// where the system's own read-ahead sees each input read in order.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const READ_AHEAD: u64 = 256 << 10;
 
 /// Bytes that [`read_ahead`] asks for of all inputs together at most, so that the cache holds
 /// them until the merge reads them, however many inputs there are.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const READ_AHEAD_TOTAL: u64 = 256 << 20;
 
 /// Asks the system to read the start and the end (the index) of each input into its cache,
@@ -629,12 +631,14 @@ fn read_ahead(inputs: &[WeightedInput]) {
 fn read_ahead(_: &[WeightedInput]) {}
 
 /// The bytes that [`read_ahead`] asks for of each of `inputs` inputs at most.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn read_ahead_each(inputs: usize) -> u64 {
     (READ_AHEAD_TOTAL / inputs.max(1) as u64).clamp(INDEX_EDGE, READ_AHEAD)
 }
 
 /// The ranges of an input of `len` bytes that [`read_ahead`] asks for, `each` bytes from its
 /// start and its index's edge at its end; either may be empty, and they do not overlap.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn read_ahead_ranges(len: u64, each: u64) -> [std::ops::Range<u64>; 2] {
     let head = each.min(len);
     let tail = len.saturating_sub(INDEX_EDGE).max(head);
