@@ -1728,11 +1728,20 @@ fn sampled_keys<R: Row>(
         else {
             return;
         };
-        while let Ok(Some(row)) = block.next_row(&bytes) {
-            n += 1;
-            if n.is_multiple_of(step) {
-                keys.push(row.packed_key());
-            }
+        // The fast decoder (the merge's), not `next_row`'s checked one: this runs before the
+        // merge's threads start.
+        let sampled = block.rows_while(
+            &bytes,
+            |_| true,
+            |row| {
+                n += 1;
+                if n.is_multiple_of(step) {
+                    keys.push(row.packed_key());
+                }
+            },
+        );
+        if sampled.is_err() {
+            return;
         }
     }
 }
