@@ -562,7 +562,6 @@ const INDEX_EDGE: u64 = 4096;
 /// block they read, so any number of inputs merges under any `ulimit -n`. (On one thread:
 /// on two, opening a thousand inputs took 35-77 ms instead of 9-15 ms.)
 fn open_inputs(inputs: &[WeightedInput], keep_at_most: usize) -> Result<Vec<MergeInput>> {
-    const MARGIN: usize = 32;
     let mut opened = Vec::with_capacity(inputs.len());
     let mut keep = true;
     for input in inputs {
@@ -571,7 +570,7 @@ fn open_inputs(inputs: &[WeightedInput], keep_at_most: usize) -> Result<Vec<Merg
             Err(Error::Io { source, .. }) if keep && is_out_of_files(&source) => {
                 // Out of file descriptors: close a margin's worth and keep no more.
                 keep = false;
-                let from = opened.len().saturating_sub(MARGIN);
+                let from = opened.len().saturating_sub(OPEN_FILES_MARGIN);
                 for m in &mut opened[from..] {
                     let m: &mut MergeInput = m;
                     m.file = None;
@@ -585,6 +584,48 @@ fn open_inputs(inputs: &[WeightedInput], keep_at_most: usize) -> Result<Vec<Merg
     }
     Ok(opened)
 }
+
+/// Descriptors that the merge leaves for its output and whatever else the process needs.
+const OPEN_FILES_MARGIN: usize = 32;
+
+/// Makes the process's table of file descriptors hold `count` descriptors (or as many as its
+/// limit allows), so that opening the inputs does not grow it.
+///
+/// Linux grows the table by doubling it, and while a second thread shares the table, each
+/// growth waits for an RCU grace period (`expand_fdtable`): opening 1,000 inputs next to the
+/// read-ahead thread grew it four times and took 21–42 ms instead of 9–18 ms once it had been
+/// grown here, on one thread, beforehand (PERF.md, seventeenth session). Growing it is all
+/// this does: the descriptor made for it is closed at once, and no open one is touched.
+#[cfg(target_os = "linux")]
+fn reserve_descriptors(count: usize) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `getrlimit` writes the limit into `limit`, which lives through the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    let highest = (count as u64).min(limit.rlim_cur.saturating_sub(1));
+    let Ok(highest) = libc::c_int::try_from(highest) else {
+        return;
+    };
+    // Any open descriptor will do as the one duplicated: the standard streams, if one is open.
+    for fd in 0..3 {
+        // SAFETY: `F_DUPFD` makes a new descriptor, the lowest free one from `highest` on,
+        // and changes no existing one (`dup2` would close one open at `highest`); a closed
+        // `fd` fails with `EBADF` and makes nothing. The new descriptor is ours to close.
+        let duplicate = unsafe { libc::fcntl(fd, libc::F_DUPFD, highest) };
+        if duplicate >= 0 {
+            // SAFETY: `duplicate` was made above and nothing else knows of it.
+            unsafe { libc::close(duplicate) };
+            return;
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reserve_descriptors(_: usize) {}
 
 /// Bytes at the start of each input that [`read_ahead`] asks for at most: its header and first
 /// blocks (all of a partial of a few thousand rows). Later blocks are read as the merge goes,
@@ -724,6 +765,8 @@ fn merge_stores_with(
     // The inputs are opened one at a time, and each one's index read: inputs that are not in
     // the page cache would be read from the disk one at a time. A second thread asks for them
     // all meanwhile, so that the disk reads them together.
+    // Before any thread starts: see `reserve_descriptors`.
+    reserve_descriptors(inputs.len().saturating_add(OPEN_FILES_MARGIN));
     let files = std::thread::scope(|scope| {
         scope.spawn(|| read_ahead(inputs));
         open_inputs(inputs, tuning.open_files)
@@ -2118,6 +2161,39 @@ mod tests {
         let inputs = [missing, empty, dir.path().to_path_buf()]
             .map(|path| WeightedInput { path, weight: 1 });
         read_ahead(&inputs);
+    }
+
+    /// Reserving descriptors grows the process's table to hold them (as `/proc` reports its
+    /// size), within the open-files limit, and leaves no descriptor open.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reserved_descriptors_fit_the_table() {
+        let table_size = || {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            let line = status.lines().find(|l| l.starts_with("FDSize:")).unwrap();
+            line["FDSize:".len()..].trim().parse::<usize>().unwrap()
+        };
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `getrlimit` writes into `limit`, which lives through the call.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+            0
+        );
+        let wanted = 3_000.min(limit.rlim_cur as usize - 1);
+        reserve_descriptors(wanted);
+        assert!(table_size() > wanted, "{} slots for {wanted}", table_size());
+        // The descriptor made to grow the table is closed again: the next one made is below it.
+        // SAFETY: duplicating standard error makes a descriptor that is closed right after.
+        let next = unsafe { libc::fcntl(2, libc::F_DUPFD, wanted as libc::c_int) };
+        assert_eq!(next, wanted as libc::c_int);
+        // SAFETY: `next` was made above and nothing else knows of it.
+        unsafe { libc::close(next) };
+        // Past the limit, it grows the table to the limit and fails nowhere.
+        reserve_descriptors(usize::MAX);
+        assert!(table_size() >= wanted);
     }
 
     /// Tables of many blocks, some inputs clustered on a few keys and others spread, merge as
