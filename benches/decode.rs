@@ -232,11 +232,41 @@ fn store_block_decode(c: &mut Criterion) {
     group.finish();
 }
 
+/// Writing a store's trace table, as the merge writes its output: rows per second of
+/// `TableWriter::push` (encoding, order check, blocks and their checksums) into memory.
+fn store_table_write(c: &mut Criterion) {
+    let rows = store_like_traces(1 << 18);
+    let meta = BinaryMeta {
+        name: b"bench".to_vec(),
+        ..BinaryMeta::default()
+    };
+    let mut group = c.benchmark_group("store");
+    group.throughput(Throughput::Elements(rows.len() as u64));
+    group.bench_function("write_trace_table", |b| {
+        let mut out = Vec::with_capacity(8 << 20);
+        b.iter(|| {
+            out.clear();
+            let mut w = StoreWriter::new(&mut out).expect("in memory");
+            w.meta(&StoreMeta::default()).expect("in memory");
+            let binary = w.binary(&meta).expect("in memory");
+            let mut table = w.table::<TraceRow>(binary).expect("in memory");
+            for r in &rows {
+                table.push(r).expect("in memory");
+            }
+            table.finish().expect("in memory");
+            w.finish().expect("in memory");
+            out.len()
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     aggregate_capture,
     trace_tables,
     merge_disjoint_tables,
-    store_block_decode
+    store_block_decode,
+    store_table_write
 );
 criterion_main!(benches);

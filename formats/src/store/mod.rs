@@ -26,7 +26,9 @@ pub use read::{
     zeroed_rows, BinaryLayout, BlockCursor, BlockRows, Layout, Section, Store, StoreIndex,
     TableRows,
 };
-pub use rows::{BlockUleb, BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow, Uleb};
+pub use rows::{
+    BlockUleb, BranchRow, IpRow, MemRow, ReturnRow, Row, TraceRow, Uleb, ROW_ROOM, ROW_WINDOW,
+};
 pub use write::{StoreWriter, TableWriter};
 
 use std::fmt;

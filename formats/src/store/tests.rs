@@ -456,3 +456,51 @@ fn blocks_out_of_order_are_found_where_they_join() {
     assert_eq!(e.section, Some((SectionKind::Traces, 0, 1)));
     assert_eq!(Err(e), by_rows);
 }
+
+/// Rows of the longest encodings fill whole blocks, and every table after the first reuses
+/// the block buffer of the one before: several binaries' tables of such rows, each over
+/// several blocks, read back as written.
+#[test]
+fn long_rows_over_many_blocks_and_tables_round_trip() {
+    let n = 2 * ROWS_PER_BLOCK as u64 + 3;
+    // Each row: a 1-byte branch delta, then the target, fall-through and counts as far from
+    // their bases as values go (about 40 bytes).
+    let traces: Vec<TraceRow> = (0..n)
+        .map(|i| TraceRow {
+            branch: i + 1,
+            from: (i + 1).wrapping_add(1 << 62),
+            to: (i + 1).wrapping_add(1 << 62).wrapping_add(1 << 62),
+            count: u64::MAX - i,
+            mispreds: u64::MAX / 3 + i,
+        })
+        .collect();
+    let ips: Vec<IpRow> = (0..n)
+        .map(|i| IpRow {
+            ip: i * (1 << 50),
+            count: u64::MAX - i,
+        })
+        .collect();
+    let c = Content {
+        binaries: (0..3u8)
+            .map(|b| {
+                let meta = BinaryMeta {
+                    name: vec![b'a' + b],
+                    ..BinaryMeta::default()
+                };
+                (meta, traces.clone(), ips.clone(), Vec::new())
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let bytes = write(&c);
+    assert_eq!(read(&bytes).unwrap(), c);
+    let store = Store::parse(&bytes).unwrap();
+    let blocks = store.binaries()[2].1.blocks(SectionKind::Traces);
+    assert_eq!(blocks.len(), 3);
+    // Blocks of long rows: about 40 bytes each.
+    assert!(
+        blocks[0].length > 35 * ROWS_PER_BLOCK as u64,
+        "{}",
+        blocks[0].length
+    );
+}

@@ -8,6 +8,7 @@ use zerocopy::IntoBytes;
 use crate::bytes::write_uleb128;
 
 use super::raw::{FileHeader, TocEntry, Trailer};
+use super::rows::{ROW_ROOM, ROW_WINDOW};
 use super::{
     checksum, BinaryMeta, Row, SectionKind, StoreMeta, END_MAGIC, MAGIC, NO_BINARY, ROWS_PER_BLOCK,
     VERSION,
@@ -25,6 +26,9 @@ pub struct StoreWriter<W: Write> {
     /// The last table written: binary and table index, to check the order.
     last_table: Option<(u32, usize)>,
     scratch: Vec<u8>,
+    /// A table's block buffer, handed from each finished table to the next (a fresh one is
+    /// zeroed).
+    spare_block: Vec<u8>,
 }
 
 fn invalid(message: &'static str) -> io::Error {
@@ -78,6 +82,7 @@ impl<W: Write> StoreWriter<W> {
             binaries: Vec::new(),
             last_table: None,
             scratch: Vec::new(),
+            spare_block: Vec::new(),
         })
     }
 
@@ -149,11 +154,14 @@ impl<W: Write> StoreWriter<W> {
             ));
         }
         self.last_table = Some((binary, table));
+        let block = std::mem::take(&mut self.spare_block);
         Ok(TableWriter {
             store: self,
             binary,
-            prev: None,
-            block: Vec::new(),
+            prev: R::default(),
+            any: false,
+            block,
+            used: 0,
             rows: 0,
             first: R::default(),
         })
@@ -176,12 +184,22 @@ impl<W: Write> StoreWriter<W> {
     }
 }
 
+/// Bytes of a block being written: [`ROWS_PER_BLOCK`] rows of at most [`ROW_ROOM`] bytes,
+/// and the window of one more row that the last row's encoding is written into.
+const BLOCK_ROOM: usize = (ROWS_PER_BLOCK - 1) * ROW_ROOM + ROW_WINDOW;
+
 /// Writes one table's rows, a block at a time.
 pub struct TableWriter<'s, W: Write, R: Row> {
     store: &'s mut StoreWriter<W>,
     binary: u32,
-    prev: Option<R>,
+    /// The last row written, if `any` was.
+    prev: R,
+    any: bool,
+    /// The block being written: its rows' bytes at the start, `used` of them, then room for
+    /// the rest of [`ROWS_PER_BLOCK`] rows and a row's window ([`BLOCK_ROOM`] bytes in all, from
+    /// the first row on).
     block: Vec<u8>,
+    used: usize,
     rows: u64,
     first: R,
 }
@@ -189,22 +207,30 @@ pub struct TableWriter<'s, W: Write, R: Row> {
 impl<W: Write, R: Row> TableWriter<'_, W, R> {
     /// Appends a row; its key must be greater than the previous row's.
     pub fn push(&mut self, row: &R) -> io::Result<()> {
-        if let Some(prev) = &self.prev {
-            if prev.key_cmp(row) != std::cmp::Ordering::Less {
-                return Err(invalid(
-                    "table rows must be in strictly increasing key order",
-                ));
+        if self.any && self.prev.key_cmp(row).is_ge() {
+            return Err(invalid(
+                "table rows must be in strictly increasing key order",
+            ));
+        }
+        if self.block.is_empty() {
+            self.block = vec![0; BLOCK_ROOM];
+        }
+        // Blocks decode alone: the first row of each is encoded against the zero row.
+        let prev = match self.rows {
+            0 => {
+                self.first = *row;
+                R::default()
             }
-        }
-        if self.rows == 0 {
-            self.first = *row;
-            row.encode(&R::default(), &mut self.block);
-        } else {
-            // Blocks decode alone: the first row of each is encoded against the zero row.
-            let prev = self.prev.unwrap_or_default();
-            row.encode(&prev, &mut self.block);
-        }
-        self.prev = Some(*row);
+            _ => self.prev,
+        };
+        // Fewer than ROWS_PER_BLOCK rows of at most ROW_ROOM bytes each are in the block.
+        let Some(window) = (self.block.get_mut(self.used..)).and_then(|b| b.first_chunk_mut())
+        else {
+            unreachable!("a block keeps room for a row's window past its last row")
+        };
+        self.used += row.encode(&prev, window);
+        self.prev = *row;
+        self.any = true;
         self.rows += 1;
         if self.rows as usize == ROWS_PER_BLOCK {
             self.flush()?;
@@ -217,15 +243,22 @@ impl<W: Write, R: Row> TableWriter<'_, W, R> {
             return Ok(());
         }
         let key = self.first.leading_key();
-        self.store
-            .section(R::KIND, self.binary, &self.block, self.rows, key)?;
-        self.block.clear();
+        self.store.section(
+            R::KIND,
+            self.binary,
+            &self.block[..self.used],
+            self.rows,
+            key,
+        )?;
+        self.used = 0;
         self.rows = 0;
         Ok(())
     }
 
     /// Writes the last, partial block.
     pub fn finish(mut self) -> io::Result<()> {
-        self.flush()
+        self.flush()?;
+        self.store.spare_block = std::mem::take(&mut self.block);
+        Ok(())
     }
 }
