@@ -899,7 +899,8 @@ impl<'a, R: Row> Cursor<'a, R> {
     }
 
     /// Adds every row of the input below `end` (all of them for `None`) to `sums`, counts
-    /// scaled by the input's weight; records a saturation in `saturated`.
+    /// scaled by the input's weight; records a saturation of the scaling in `saturated` (and
+    /// `sums` one of its sums).
     fn take_below(
         &mut self,
         end: Option<[u64; 3]>,
@@ -913,7 +914,7 @@ impl<'a, R: Row> Cursor<'a, R> {
                 if !below(&row) {
                     return Ok(());
                 }
-                *saturated |= !sums.add(row);
+                sums.add(row);
                 self.held = None;
             }
             let Some(block) = &mut self.block else {
@@ -929,7 +930,7 @@ impl<'a, R: Row> Cursor<'a, R> {
                     if weight != 1 {
                         sat |= !row.scale_counts(weight);
                     }
-                    sat |= !sums.add(row);
+                    sums.add(row);
                 })
                 .map_err(|e| TableError::Store(self.at, e))?;
             *saturated |= sat;
@@ -1014,6 +1015,9 @@ struct Sums<R: Row> {
     /// next range is a new generation, not a pass over the slots, which took 2 % of the merge
     /// of 1,000 partials.
     generation: u64,
+    /// Whether a sum saturated, ever (not cleared with the rows): set where it happens, rather
+    /// than a flag returned for every row and gathered by the caller.
+    saturated: bool,
 }
 
 /// A folded 64 × 64 → 128-bit multiplication: every input bit reaches every output bit.
@@ -1079,6 +1083,7 @@ impl<R: Row> Sums<R> {
             rows: Vec::with_capacity(rows),
             pending: None,
             generation: 1,
+            saturated: false,
         }
     }
 
@@ -1093,29 +1098,26 @@ impl<R: Row> Sums<R> {
         self.pending = None;
     }
 
-    /// Takes `row` in; returns false if a count saturated (summing the row taken before).
+    /// Takes `row` in (and sums the row taken before).
     #[inline(always)]
-    fn add(&mut self, row: R) -> bool {
+    fn add(&mut self, row: R) {
         let hash = key_hash(row.packed_key());
         let at = hash as usize & (self.slots.len() - 1);
         prefetch(&self.slots[at..at + 1]);
-        match self.pending.replace((row, hash)) {
-            Some((row, hash)) => self.insert(row, hash),
-            None => true,
+        if let Some((row, hash)) = self.pending.replace((row, hash)) {
+            self.insert(row, hash);
         }
     }
 
-    /// Inserts the row taken last; returns false if a count saturated. The rows are then
-    /// all in `rows`.
-    fn flush(&mut self) -> bool {
-        match self.pending.take() {
-            Some((row, hash)) => self.insert(row, hash),
-            None => true,
+    /// Sums the row taken last: the rows are then all in `rows`.
+    fn flush(&mut self) {
+        if let Some((row, hash)) = self.pending.take() {
+            self.insert(row, hash);
         }
     }
 
     #[inline(always)]
-    fn insert(&mut self, row: R, hash: u64) -> bool {
+    fn insert(&mut self, row: R, hash: u64) {
         let key = row.packed_key();
         let head = slot_head(hash, self.generation);
         let mask = self.slots.len() - 1;
@@ -1128,7 +1130,10 @@ impl<R: Row> Sums<R> {
             if slot >> INDEX_BITS == head {
                 let i = slot_row(slot);
                 if same_key(self.rows[i].packed_key(), key) {
-                    return self.rows[i].add_counts(&row);
+                    if !self.rows[i].add_counts(&row) {
+                        self.saturated = true;
+                    }
+                    return;
                 }
             }
             at = (at + 1) & mask;
@@ -1138,7 +1143,6 @@ impl<R: Row> Sums<R> {
         if self.rows.len() * 2 > self.slots.len() {
             self.grow();
         }
-        true
     }
 
     /// Doubles the table.
@@ -1520,7 +1524,7 @@ fn merge_group<W: std::io::Write, R: Row>(
             cursors[i].take_below(end, &mut sums, &mut saturated)?;
         }
         cursors.retain(|c| !(c.done && c.held.is_none()));
-        saturated |= !sums.flush();
+        sums.flush();
         let mut run = Vec::new();
         if !sums.rows.is_empty() {
             let mut spare = match spares.try_recv() {
@@ -1549,7 +1553,7 @@ fn merge_group<W: std::io::Write, R: Row>(
         meeting.write_before(range);
     }
     meeting.write_all();
-    Ok(saturated)
+    Ok(saturated | sums.saturated)
 }
 
 /// Memory that [`sort_by_key`] reuses from run to run.
@@ -2373,15 +2377,22 @@ mod tests {
         let paths = write_partials(d, &[vec![big], vec![small]]);
         let out = d.join("sum.pms");
         let inputs = weighted(&paths.iter().map(|p| (p.clone(), 1)).collect::<Vec<_>>());
-        let report = merge_stores(&inputs, &out).unwrap();
-        assert!(report.saturated);
-        let file = StoreFile::open(&out).unwrap();
-        let store = file.store().unwrap();
-        let rows: Vec<TraceRow> = store
-            .rows(0)
-            .collect::<std::result::Result<_, _>>()
-            .unwrap();
-        assert_eq!(rows[0].count, u64::MAX);
+        // Summed where the groups' runs meet (two groups) and in a group's table (one).
+        for workers in [2, 1] {
+            let tuning = MergeTuning {
+                workers,
+                ..MergeTuning::default()
+            };
+            let report = merge_stores_with(&inputs, &out, tuning).unwrap();
+            assert!(report.saturated, "{workers} workers");
+            let file = StoreFile::open(&out).unwrap();
+            let store = file.store().unwrap();
+            let rows: Vec<TraceRow> = store
+                .rows(0)
+                .collect::<std::result::Result<_, _>>()
+                .unwrap();
+            assert_eq!(rows[0].count, u64::MAX, "{workers} workers");
+        }
     }
 
     /// The packing of a run's keys into 64 bits: plain columns where they are narrow, the last
@@ -2438,9 +2449,10 @@ mod tests {
                 mispreds: 0,
             };
             for k in keys.clone().chain(keys.clone()) {
-                assert!(sums.add(row(k)));
+                sums.add(row(k));
             }
-            assert!(sums.flush());
+            sums.flush();
+            assert!(!sums.saturated);
             assert_eq!(
                 sums.rows.len() as u64,
                 keys.end - keys.start,
@@ -2475,11 +2487,10 @@ mod tests {
             let mut sums = Sums::<TraceRow>::with_capacity(0);
             for batch in batches {
                 let mut expected = std::collections::BTreeMap::new();
-                let mut saturated = false;
                 let mut expected_saturated = false;
                 for &(branch, from, to, count) in &batch {
                     let row = TraceRow { branch, from, to, count, mispreds: count / 2 };
-                    saturated |= !sums.add(row);
+                    sums.add(row);
                     match expected.entry(row.packed_key()) {
                         std::collections::btree_map::Entry::Vacant(e) => {
                             e.insert(row);
@@ -2489,7 +2500,8 @@ mod tests {
                         }
                     }
                 }
-                saturated |= !sums.flush();
+                sums.flush();
+                let saturated = std::mem::take(&mut sums.saturated);
                 let mut got = sums.rows.clone();
                 got.sort_unstable_by_key(|r| r.packed_key());
                 prop_assert_eq!(got, expected.into_values().collect::<Vec<_>>());
