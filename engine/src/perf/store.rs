@@ -907,7 +907,15 @@ impl<'a, R: Row> Cursor<'a, R> {
         sums: &mut Sums<R>,
         saturated: &mut bool,
     ) -> std::result::Result<(), TableError> {
-        let below = |row: &R| end.is_none_or(|e| row.packed_key() < e);
+        // The greatest key below `end`, so that a row's test is one comparison, with no
+        // `Option` to look at.
+        let last = match end.map(key_before) {
+            None => [u64::MAX; 3],
+            Some(Some(last)) => last,
+            // No key is below the least one.
+            Some(None) => return Ok(()),
+        };
+        let below = |row: &R| row.packed_key() <= last;
         let weight = self.input.weight;
         loop {
             if let Some(row) = self.held {
@@ -925,14 +933,15 @@ impl<'a, R: Row> Cursor<'a, R> {
                 continue;
             };
             let mut sat = false;
-            let stop = block
-                .rows_while(&self.bytes, below, |mut row| {
-                    if weight != 1 {
-                        sat |= !row.scale_counts(weight);
-                    }
+            // Inputs of weight 1 (most) get a loop without the weight's test.
+            let stop = match weight {
+                1 => block.rows_while(&self.bytes, below, |row| sums.add(row)),
+                _ => block.rows_while(&self.bytes, below, |mut row| {
+                    sat |= !row.scale_counts(weight);
                     sums.add(row);
-                })
-                .map_err(|e| TableError::Store(self.at, e))?;
+                }),
+            };
+            let stop = stop.map_err(|e| TableError::Store(self.at, e))?;
             *saturated |= sat;
             match stop {
                 Some(mut row) => {
@@ -993,6 +1002,16 @@ impl<'a, R: Row> Cursor<'a, R> {
         }
         self.block = Some(block);
         Ok(())
+    }
+}
+
+/// The key just before `key` in key order, if any.
+fn key_before([a, b, c]: [u64; 3]) -> Option<[u64; 3]> {
+    match (a.checked_sub(1), b.checked_sub(1), c.checked_sub(1)) {
+        (_, _, Some(c)) => Some([a, b, c]),
+        (_, Some(b), None) => Some([a, b, u64::MAX]),
+        (Some(a), None, None) => Some([a, u64::MAX, u64::MAX]),
+        (None, None, None) => None,
     }
 }
 
@@ -2393,6 +2412,25 @@ mod tests {
                 .unwrap();
             assert_eq!(rows[0].count, u64::MAX, "{workers} workers");
         }
+    }
+
+    /// The key before a key is the greatest one below it: over every pair of keys with
+    /// columns at the edges of their range, `x < k` exactly when `x <= key_before(k)`.
+    #[test]
+    fn the_key_before_is_the_greatest_below() {
+        let values = [0, 1, 2, u64::MAX - 1, u64::MAX];
+        let keys: Vec<[u64; 3]> = values
+            .iter()
+            .flat_map(|&a| values.iter().flat_map(move |&b| values.map(|c| [a, b, c])))
+            .collect();
+        for &k in &keys {
+            let before = key_before(k);
+            for &x in &keys {
+                assert_eq!(x < k, before.is_some_and(|b| x <= b), "{x:?} {k:?}");
+            }
+        }
+        assert_eq!(key_before([0, 0, 0]), None);
+        assert_eq!(key_before([7, 0, 0]), Some([6, u64::MAX, u64::MAX]));
     }
 
     /// The packing of a run's keys into 64 bits: plain columns where they are narrow, the last
