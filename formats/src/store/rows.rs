@@ -141,8 +141,9 @@ fn long_uleb(bytes: &[u8], pos: usize) -> Option<(u64, usize)> {
     Some((v, pos + rest.len() - r.len()))
 }
 
-/// Bytes a row's values are read from at once: more than its longest encoding (five values of
-/// ten bytes), rounded up to a power of two so that an index masked to it needs no check.
+/// Bytes a row's values are read from, or written into, at once: more than its longest
+/// encoding (five values of ten bytes), rounded up to a power of two so that an index masked
+/// to it needs no check.
 pub const ROW_WINDOW: usize = 64;
 
 impl BlockUleb<'_> {
