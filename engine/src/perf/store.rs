@@ -1011,21 +1011,18 @@ fn key_before([a, b, c]: [u64; 3]) -> Option<[u64; 3]> {
     }
 }
 
-/// Rows summed by key, in an open-addressing hash table of indices into the rows.
-///
-/// The table's slot for a row is asked of the CPU one row ahead ([`Sums::add`] takes a row in
-/// and inserts the one before), so the probe rarely waits on the cache: 4 % less CPU for the
-/// merge of 1,000 partials, in alternated runs, than `hashbrown`'s table, whose three
-/// dependent loads per row (a control group, a slot, the row) were a fifth of the summing
-/// threads' samples.
+/// Rows summed by key, in an open-addressing hash table of indices into the rows: a probe
+/// reads a slot, and the row only where the slot's tag matches. (`hashbrown`'s table, with
+/// three dependent loads per row (a control group, a slot, the row), took 4 % more CPU for
+/// the merge of 1,000 partials.) Each row is inserted as it comes: asking for its slot one
+/// row ahead, which kept the row taken before in the table, measured the same wall time for
+/// 7 % more instructions (PERF.md, eighteenth session).
 struct Sums<R: Row> {
     /// Per slot: the key hash's top [`TAG_BITS`] bits, the range's [`Sums::generation`] and
     /// the row's index plus one. A slot of another generation (or 0) is empty. Linear probing;
     /// at most half full.
     slots: Vec<u64>,
     rows: Vec<R>,
-    /// The row taken but not inserted yet, and its key hash.
-    pending: Option<(R, u64)>,
     /// Which range's rows the slots hold (1 to [`GENERATIONS`]): clearing the table for the
     /// next range is a new generation, not a pass over the slots, which took 2 % of the merge
     /// of 1,000 partials.
@@ -1096,7 +1093,6 @@ impl<R: Row> Sums<R> {
         Sums {
             slots: vec![0; Self::FIRST_SLOTS],
             rows: Vec::with_capacity(rows),
-            pending: None,
             generation: 1,
             saturated: false,
         }
@@ -1110,30 +1106,13 @@ impl<R: Row> Sums<R> {
         }
         self.generation += 1;
         self.rows.clear();
-        self.pending = None;
     }
 
-    /// Takes `row` in (and sums the row taken before).
+    /// Adds `row` to the sums.
     #[inline(always)]
     fn add(&mut self, row: R) {
-        let hash = key_hash(row.packed_key());
-        let at = hash as usize & (self.slots.len() - 1);
-        prefetch(&self.slots[at..at + 1]);
-        if let Some((row, hash)) = self.pending.replace((row, hash)) {
-            self.insert(row, hash);
-        }
-    }
-
-    /// Sums the row taken last: the rows are then all in `rows`.
-    fn flush(&mut self) {
-        if let Some((row, hash)) = self.pending.take() {
-            self.insert(row, hash);
-        }
-    }
-
-    #[inline(always)]
-    fn insert(&mut self, row: R, hash: u64) {
         let key = row.packed_key();
+        let hash = key_hash(key);
         let head = slot_head(hash, self.generation);
         let mask = self.slots.len() - 1;
         let mut at = hash as usize & mask;
@@ -1542,7 +1521,6 @@ fn merge_group<W: std::io::Write, R: Row>(
             cursors[i].take_up_to(last, &mut sums, &mut saturated)?;
         }
         cursors.retain(|c| !(c.done && c.held.is_none()));
-        sums.flush();
         let mut run = Vec::new();
         if !sums.rows.is_empty() {
             let mut spare = match spares.try_recv() {
@@ -2487,7 +2465,6 @@ mod tests {
             for k in keys.clone().chain(keys.clone()) {
                 sums.add(row(k));
             }
-            sums.flush();
             assert!(!sums.saturated);
             assert_eq!(
                 sums.rows.len() as u64,
@@ -2503,8 +2480,8 @@ mod tests {
     }
 
     proptest! {
-        /// The merge's hash sums equal a map's, through the table's growth, a clear and the
-        /// rows still pending at a flush; so does the saturation they report.
+        /// The merge's hash sums equal a map's, through the table's growth and a clear; so does
+        /// the saturation they report.
         #[test]
         fn the_sums_equal_a_maps_sums(
             batches in proptest::collection::vec(
@@ -2536,7 +2513,6 @@ mod tests {
                         }
                     }
                 }
-                sums.flush();
                 let saturated = std::mem::take(&mut sums.saturated);
                 let mut got = sums.rows.clone();
                 got.sort_unstable_by_key(|r| r.packed_key());
