@@ -119,10 +119,18 @@ fn add_directory(
         source,
     };
     for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() => inputs.push(WeightedInput { path, weight }),
-            Ok(m) if m.is_dir() => add_directory(inputs, &path, weight)?,
+        let entry = entry.map_err(io)?;
+        let path = entry.path();
+        // The entry's own type comes with the directory listing; only a link (or a file
+        // system that gives no type) costs a `stat`, which follows it. A merge of a directory
+        // of 1,000 stores made 1,000 `stat` calls before opening any.
+        let kind = match entry.file_type() {
+            Ok(t) if !t.is_symlink() => Ok(t),
+            _ => std::fs::metadata(&path).map(|m| m.file_type()),
+        };
+        match kind {
+            Ok(t) if t.is_file() => inputs.push(WeightedInput { path, weight }),
+            Ok(t) if t.is_dir() => add_directory(inputs, &path, weight)?,
             _ => {}
         }
     }
@@ -171,4 +179,38 @@ pub fn collect_weighted_inputs(
         return Err(InputsError::NoInputs(tool));
     }
     Ok(inputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory expands to its files and its subdirectories' files, links followed to
+    /// either (as llvm-profdata's `status`, which follows them); a dangling link is skipped.
+    #[cfg(unix)]
+    #[test]
+    fn directories_expand_to_files_through_links() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let (top, elsewhere) = (d.path().join("top"), d.path().join("elsewhere"));
+        std::fs::create_dir_all(top.join("sub")).unwrap();
+        std::fs::create_dir_all(elsewhere.join("linked")).unwrap();
+        for f in [top.join("a"), top.join("sub/b")] {
+            std::fs::write(f, "x").unwrap();
+        }
+        std::fs::write(elsewhere.join("c"), "x").unwrap();
+        std::fs::write(elsewhere.join("linked/d"), "x").unwrap();
+        symlink(elsewhere.join("c"), top.join("to-file")).unwrap();
+        symlink(elsewhere.join("linked"), top.join("to-dir")).unwrap();
+        symlink(d.path().join("nothing"), top.join("dangling")).unwrap();
+        let top_name = top.to_str().unwrap().to_string();
+        let inputs = collect_weighted_inputs(&[top_name], &[], None, Stdin::Read, "test").unwrap();
+        let mut got: Vec<_> = inputs
+            .iter()
+            .map(|i| i.path.strip_prefix(&top).unwrap().to_path_buf())
+            .collect();
+        got.sort();
+        let want = ["a", "sub/b", "to-dir/d", "to-file"].map(PathBuf::from);
+        assert_eq!(got, want);
+    }
 }
