@@ -1014,9 +1014,10 @@ fn key_before([a, b, c]: [u64; 3]) -> Option<[u64; 3]> {
 /// Rows summed by key, in an open-addressing hash table of indices into the rows: a probe
 /// reads a slot, and the row only where the slot's tag matches. (`hashbrown`'s table, with
 /// three dependent loads per row (a control group, a slot, the row), took 4 % more CPU for
-/// the merge of 1,000 partials.) Each row is inserted as it comes: asking for its slot one
-/// row ahead, which kept the row taken before in the table, measured the same wall time for
-/// 7 % more instructions (PERF.md, eighteenth session).
+/// the merge of 1,000 partials than this one did with the look-ahead below.) Each row is
+/// inserted as it comes: asking the CPU for its slot one row ahead, holding the row taken
+/// before, measured the same wall time on idle runs and 6 % more instructions (PERF.md,
+/// eighteenth session).
 struct Sums<R: Row> {
     /// Per slot: the key hash's top [`TAG_BITS`] bits, the range's [`Sums::generation`] and
     /// the row's index plus one. A slot of another generation (or 0) is empty. Linear probing;
