@@ -1037,8 +1037,9 @@ struct Sums<R: Row> {
 /// XORed, the top half folded into the bottom one. The three multiplications run side by
 /// side, so the slot's address is known about seven cycles after the key, where two chained
 /// 128-bit multiplications took about twelve, and the probe's load waits on that address
-/// (PERF.md, nineteenth session). A product's bit `i` depends only on its column's bits up to `i`, and
-/// its middle bits alone left sequential keys in clumps (`keys_spread_over_the_home_slots`).
+/// (PERF.md, nineteenth session). A product's bit `i` depends only on its column's bits up to
+/// `i`, and its middle bits alone left sequential keys in clumps
+/// (`keys_spread_over_the_home_slots`).
 #[inline(always)]
 fn key_hash([a, b, c]: [u64; 3]) -> u64 {
     const K: [u64; 3] = [
