@@ -1035,9 +1035,9 @@ struct Sums<R: Row> {
 
 /// The hash of a row's key: each column multiplied by its own odd constant, the products
 /// XORed, the top half folded into the bottom one. The three multiplications run side by
-/// side, so the slot's address is known about seven cycles after the key, where two chained
-/// 128-bit multiplications took about twelve, and the probe's load waits on that address
-/// (PERF.md, nineteenth session). A product's bit `i` depends only on its column's bits up to
+/// side: by the instructions' latencies the slot's address is known about seven cycles after
+/// the key, where two chained 128-bit multiplications took about twelve, and the probe's load
+/// waits on that address (PERF.md, nineteenth session). A product's bit `i` depends only on its column's bits up to
 /// `i`, and its middle bits alone left sequential keys in clumps
 /// (`keys_spread_over_the_home_slots`).
 #[inline(always)]
@@ -1052,12 +1052,12 @@ fn key_hash([a, b, c]: [u64; 3]) -> u64 {
     h ^ h >> 32
 }
 
-/// Bits of the hash below the home slot's: they depend on too few of the key's bits.
+/// The hash's bit where the home slot's bits start: a table of up to 2^24 slots then takes
+/// them apart from the tag's top 16 bits, so that keys sharing a home slot still differ in
+/// their tags (in a larger table they share tag bits too and more rows are read to compare).
 const HOME_SHIFT: u32 = 24;
 
-/// The slot where a key of `hash` is looked for first, in a table of `mask + 1` slots: the
-/// hash's bits from [`HOME_SHIFT`] up, below the tag's (for tables up to 2^24 slots; larger
-/// ones share those home slots and only probe longer).
+/// The slot where a key of `hash` is looked for first, in a table of `mask + 1` slots.
 #[inline(always)]
 fn home_slot(hash: u64, mask: usize) -> usize {
     (hash >> HOME_SHIFT) as usize & mask
