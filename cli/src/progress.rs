@@ -9,8 +9,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub struct Bar(ProgressBar);
 
 impl Bar {
-    /// A bar over `total` bytes (a spinner when unknown), labelled `label`; hidden unless
-    /// stderr is a terminal.
+    /// A bar over `total` bytes (a spinner until a total is known), labelled `label`; hidden
+    /// unless stderr is a terminal.
     pub fn bytes(total: Option<u64>, label: &str) -> Bar {
         if !std::io::stderr().is_terminal() {
             return Bar(ProgressBar::hidden());
@@ -19,16 +19,21 @@ impl Bar {
             Some(t) => ProgressBar::new(t),
             None => ProgressBar::new_spinner(),
         };
-        let template = if total.is_some() {
-            "{msg} [{bar:30}] {bytes}/{total_bytes} ({binary_bytes_per_sec}, {eta})"
-        } else {
-            "{msg} {spinner} {bytes} ({binary_bytes_per_sec})"
-        };
-        if let Ok(style) = ProgressStyle::with_template(template) {
-            bar.set_style(style.progress_chars("=> "));
-        }
+        set_style(&bar, total.is_some());
         bar.set_message(label.to_string());
         Bar(bar)
+    }
+}
+
+/// Draws `bar` as a bar towards its total, or as a spinner when it has none.
+fn set_style(bar: &ProgressBar, has_total: bool) {
+    let template = if has_total {
+        "{msg} [{bar:30}] {bytes}/{total_bytes} ({binary_bytes_per_sec}, {eta})"
+    } else {
+        "{msg} {spinner} {bytes} ({binary_bytes_per_sec})"
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
     }
 }
 
@@ -38,6 +43,8 @@ impl engine::io::progress::Progress for Bar {
     }
     fn set_total(&self, bytes: u64) {
         self.0.set_length(bytes);
+        // A spinner, started before the total was known, becomes a bar.
+        set_style(&self.0, true);
     }
     fn set_position(&self, bytes: u64) {
         self.0.set_position(bytes);

@@ -159,7 +159,9 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
     )?;
     crate::without_huge_pages();
     crate::keep_freed_memory();
-    let report = merge_stores(&inputs, m.output)?;
+    // Ahead of the merge, the bar's total is unknown: its inputs are opened first.
+    let bar = crate::progress::Bar::bytes(None, "opening");
+    let report = merge_stores(&inputs, m.output, &bar)?;
     if report.saturated {
         eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");
     }

@@ -21,6 +21,7 @@ use formats::store::{
 use crate::error::{io_error, Error, Result};
 use crate::io::inputs::WeightedInput;
 use crate::io::output::write_atomically;
+use crate::io::progress::Progress;
 use crate::io::InputBytes;
 use crate::perf::aggregate::{BinaryProfile, MemSample};
 use crate::perf::binary::{hex, BinaryInfo, Segment};
@@ -730,10 +731,17 @@ impl From<StoreError> for IndexError {
 /// summed (saturating at 2^64 − 1). Each input's tables are read a block at a time (one block
 /// of each input in memory) and cut into key ranges that hold every copy of their keys; the
 /// ranges are summed and sorted on every core and written in key order (`merge_table`), so
-/// memory is bounded by the number of inputs times the block size, never by the data. The output depends only on the sum: any order or grouping of the same inputs
-/// gives the same bytes.
-pub fn merge_stores(inputs: &[WeightedInput], output: &Path) -> Result<MergeReport> {
-    merge_stores_with(inputs, output, MergeTuning::default())
+/// memory is bounded by the number of inputs times the block size, never by the data. The
+/// output depends only on the sum: any order or grouping of the same inputs gives the same
+/// bytes. `progress` hears of the opening, then of every block read; then it is finished.
+pub fn merge_stores(
+    inputs: &[WeightedInput],
+    output: &Path,
+    progress: &dyn Progress,
+) -> Result<MergeReport> {
+    let merged = merge_stores_with(inputs, output, MergeTuning::default(), progress);
+    progress.finish();
+    merged
 }
 
 /// Knobs of the merge that change its speed and memory, never its output (the tests turn them
@@ -762,7 +770,9 @@ fn merge_stores_with(
     inputs: &[WeightedInput],
     output: &Path,
     tuning: MergeTuning,
+    progress: &dyn Progress,
 ) -> Result<MergeReport> {
+    progress.phase("opening");
     // Before any thread starts: see `reserve_descriptors`.
     reserve_descriptors(inputs.len().saturating_add(OPEN_FILES_MARGIN));
     // The inputs are opened one at a time, and each one's index read: inputs that are not in
@@ -772,6 +782,12 @@ fn merge_stores_with(
         scope.spawn(|| read_ahead(inputs));
         open_inputs(inputs, tuning.open_files)
     })?;
+    progress.set_total(table_bytes(&files));
+    progress.phase("merging");
+    let sources = Sources {
+        files: &files,
+        progress,
+    };
     let mut meta = StoreMeta::default();
     for f in &files {
         let m = f.index.meta();
@@ -815,11 +831,12 @@ fn merge_stores_with(
         for (m, parts) in &binaries {
             let b = w.binary(m)?;
             let t = tuning;
-            let r = merge_table::<_, TraceRow>(&mut w, b, &files, parts, t)
-                .and_then(|s| Ok(s | merge_table::<_, BranchRow>(&mut w, b, &files, parts, t)?))
-                .and_then(|s| Ok(s | merge_table::<_, IpRow>(&mut w, b, &files, parts, t)?))
-                .and_then(|s| Ok(s | merge_table::<_, MemRow>(&mut w, b, &files, parts, t)?))
-                .and_then(|s| Ok(s | merge_table::<_, ReturnRow>(&mut w, b, &files, parts, t)?));
+            let f = &sources;
+            let r = merge_table::<_, TraceRow>(&mut w, b, f, parts, t)
+                .and_then(|s| Ok(s | merge_table::<_, BranchRow>(&mut w, b, f, parts, t)?))
+                .and_then(|s| Ok(s | merge_table::<_, IpRow>(&mut w, b, f, parts, t)?))
+                .and_then(|s| Ok(s | merge_table::<_, MemRow>(&mut w, b, f, parts, t)?))
+                .and_then(|s| Ok(s | merge_table::<_, ReturnRow>(&mut w, b, f, parts, t)?));
             match r {
                 Ok(saturated) => report.saturated |= saturated,
                 Err(TableError::Io(e)) => return Err(e),
@@ -842,6 +859,29 @@ fn merge_stores_with(
     Ok(report)
 }
 
+/// The bytes of every table block of every input: what the merge reads after the indices.
+fn table_bytes(files: &[MergeInput]) -> u64 {
+    let layouts = files
+        .iter()
+        .flat_map(|f| f.index.binaries().iter().map(|(_, l)| l));
+    let kinds = [
+        TraceRow::KIND,
+        BranchRow::KIND,
+        IpRow::KIND,
+        MemRow::KIND,
+        ReturnRow::KIND,
+    ];
+    layouts
+        .flat_map(|l| kinds.map(|k| l.bytes(k)))
+        .fold(0, u64::saturating_add)
+}
+
+/// The merge's opened inputs, and where the groups report the blocks they read.
+struct Sources<'a> {
+    files: &'a [MergeInput],
+    progress: &'a dyn Progress,
+}
+
 enum TableError {
     /// Writing the output.
     Io(std::io::Error),
@@ -861,6 +901,8 @@ impl From<std::io::Error> for TableError {
 /// of the key range at hand.
 struct Cursor<'a, R: Row> {
     input: &'a MergeInput,
+    /// Told the length of each block read.
+    progress: &'a dyn Progress,
     /// Index of the input, for errors.
     at: usize,
     blocks: std::slice::Iter<'a, Section>,
@@ -876,10 +918,12 @@ struct Cursor<'a, R: Row> {
 }
 
 impl<'a, R: Row> Cursor<'a, R> {
-    fn new(input: &'a MergeInput, at: usize, binary: usize) -> Self {
+    fn new(sources: &Sources<'a>, at: usize, binary: usize) -> Self {
+        let input = &sources.files[at];
         let blocks = input.index.binaries()[binary].1.blocks(R::KIND);
         Cursor {
             input,
+            progress: sources.progress,
             at,
             blocks: blocks.iter(),
             bytes: Vec::new(),
@@ -978,6 +1022,7 @@ impl<'a, R: Row> Cursor<'a, R> {
         self.input
             .read(section, &mut self.bytes)
             .map_err(|e| TableError::Input(self.at, e))?;
+        self.progress.advance(section.length);
         let store_error = |e| TableError::Store(self.at, e);
         let mut block = BlockCursor::<R>::new(&self.bytes, section).map_err(store_error)?;
         let first = block.next_row(&self.bytes).map_err(store_error)?;
@@ -1183,10 +1228,11 @@ impl<R: Row> Sums<R> {
 fn merge_table<W: std::io::Write + Send, R: Row + Send>(
     w: &mut StoreWriter<W>,
     binary: u32,
-    files: &[MergeInput],
+    sources: &Sources<'_>,
     parts: &[(usize, usize)],
     tuning: MergeTuning,
 ) -> std::result::Result<bool, TableError> {
+    let files = sources.files;
     let has_rows = parts
         .iter()
         .any(|&(i, b)| !files[i].index.binaries()[b].1.blocks(R::KIND).is_empty());
@@ -1211,7 +1257,7 @@ fn merge_table<W: std::io::Write + Send, R: Row + Send>(
                     // A failed or panicking group stops the others, which may wait for its
                     // runs.
                     let stop = StopUnlessDone(meeting);
-                    let result = merge_group(files, group, ends, expected, g, meeting, spares);
+                    let result = merge_group(sources, group, ends, expected, g, meeting, spares);
                     if result.is_ok() {
                         std::mem::forget(stop);
                     }
@@ -1496,7 +1542,7 @@ fn merge_many<W: std::io::Write, R: Row>(
 /// from `spares`, at `meeting` as group `group`'s, and writes what is complete. Returns
 /// whether a count saturated (scaled by a weight or summed).
 fn merge_group<W: std::io::Write, R: Row>(
-    files: &[MergeInput],
+    sources: &Sources<'_>,
     parts: &[(usize, usize)],
     ends: &[[u64; 3]],
     expected: usize,
@@ -1506,7 +1552,7 @@ fn merge_group<W: std::io::Write, R: Row>(
 ) -> std::result::Result<bool, TableError> {
     let mut cursors: Vec<Cursor<'_, R>> = parts
         .iter()
-        .map(|&(i, b)| Cursor::new(&files[i], i, b))
+        .map(|&(i, b)| Cursor::new(sources, i, b))
         .collect();
     let mut saturated = false;
     // Buffers sized once, for the rows a range is expected to hold and a margin: a buffer
@@ -1827,6 +1873,7 @@ fn prefetch<T>(items: &[T]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::NoProgress;
 
     #[test]
     fn offsets_and_addresses_are_inverse_inside_segments() {
@@ -1927,7 +1974,7 @@ mod tests {
 
     fn merged(inputs: &[(PathBuf, u64)], out: &Path) -> Vec<u8> {
         let inputs = weighted(inputs);
-        merge_stores(&inputs, out).unwrap();
+        merge_stores(&inputs, out, &NoProgress).unwrap();
         std::fs::read(out).unwrap()
     }
 
@@ -2037,7 +2084,7 @@ mod tests {
     /// Merges with `tuning`; returns the output's bytes.
     fn merged_with(inputs: &[(PathBuf, u64)], out: &Path, tuning: MergeTuning) -> Vec<u8> {
         let inputs = weighted(inputs);
-        merge_stores_with(&inputs, out, tuning).unwrap();
+        merge_stores_with(&inputs, out, tuning, &NoProgress).unwrap();
         std::fs::read(out).unwrap()
     }
 
@@ -2125,6 +2172,106 @@ mod tests {
                 prop_assert_eq!(&merged_with(&inputs, &out, tuning), &reference, "{:?}", tuning);
             }
         }
+    }
+
+    /// What a merge reported to its progress.
+    #[derive(Default)]
+    struct Recorder(std::sync::Mutex<Vec<(&'static str, String, u64)>>);
+
+    impl Progress for Recorder {
+        fn phase(&self, name: &str) {
+            self.0.lock().unwrap().push(("phase", name.to_string(), 0));
+        }
+        fn set_total(&self, bytes: u64) {
+            self.0.lock().unwrap().push(("total", String::new(), bytes));
+        }
+        fn advance(&self, bytes: u64) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(("advance", String::new(), bytes));
+        }
+        fn finish(&self) {
+            self.0.lock().unwrap().push(("finish", String::new(), 0));
+        }
+    }
+
+    /// The merge's progress: opening, then merging over the inputs' table blocks, each block
+    /// reported once as it is read, whichever the tuning (several groups, inputs reopened for
+    /// every block); then done.
+    #[test]
+    fn the_merge_reports_every_block_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut next = below(7);
+        let partials: Vec<Vec<StoredProfile>> = (0..3)
+            .map(|_| {
+                ["a", "b"]
+                    .iter()
+                    .map(|name| {
+                        let rows: Vec<_> = (0..9_000)
+                            .map(|_| (next(5_000), next(5_000), next(64), 1 + next(9)))
+                            .collect();
+                        full_profile(name, &rows)
+                    })
+                    .collect()
+            })
+            .collect();
+        let paths = write_partials(d, &partials);
+        let mut blocks = Vec::new();
+        for path in &paths {
+            let file = StoreFile::open(path).unwrap();
+            let store = file.store().unwrap();
+            for (_, layout) in store.binaries() {
+                let kinds = [
+                    TraceRow::KIND,
+                    BranchRow::KIND,
+                    IpRow::KIND,
+                    MemRow::KIND,
+                    ReturnRow::KIND,
+                ];
+                for kind in kinds {
+                    blocks.extend(layout.blocks(kind).iter().map(|b| b.length));
+                }
+            }
+        }
+        assert!(
+            blocks.len() > 2 * paths.len() * 4,
+            "{} blocks",
+            blocks.len()
+        );
+        blocks.sort_unstable();
+        let inputs = weighted(&paths.iter().map(|p| (p.clone(), 1)).collect::<Vec<_>>());
+        for tuning in tunings() {
+            let recorder = Recorder::default();
+            let out = d.join("out.pms");
+            merge_stores_with(&inputs, &out, tuning, &recorder).unwrap();
+            let events = recorder.0.into_inner().unwrap();
+            let phases: Vec<&str> = events
+                .iter()
+                .filter(|e| e.0 == "phase")
+                .map(|e| e.1.as_str())
+                .collect();
+            assert_eq!(phases, ["opening", "merging"], "{tuning:?}");
+            let total: Vec<u64> = events
+                .iter()
+                .filter(|e| e.0 == "total")
+                .map(|e| e.2)
+                .collect();
+            assert_eq!(total, [blocks.iter().sum::<u64>()], "{tuning:?}");
+            let mut read: Vec<u64> = events
+                .iter()
+                .filter(|e| e.0 == "advance")
+                .map(|e| e.2)
+                .collect();
+            read.sort_unstable();
+            assert_eq!(read, blocks, "{tuning:?}");
+        }
+        let recorder = Recorder::default();
+        merge_stores(&inputs, &d.join("out.pms"), &recorder).unwrap();
+        let events = recorder.0.into_inner().unwrap();
+        assert_eq!(events.last().map(|e| e.0), Some("finish"));
+        assert_eq!(events.iter().filter(|e| e.0 == "finish").count(), 1);
     }
 
     /// A deterministic xorshift stream from `seed`: each call gives a value below its argument.
@@ -2276,7 +2423,7 @@ mod tests {
         bad[5].0 = corrupt.clone();
         for tuning in tunings() {
             let out = d.join("out.pms");
-            let e = merge_stores_with(&weighted(&bad), &out, tuning).unwrap_err();
+            let e = merge_stores_with(&weighted(&bad), &out, tuning, &NoProgress).unwrap_err();
             assert!(
                 matches!(&e, Error::Store { path, .. } if path == &corrupt),
                 "{tuning:?}: {e}"
@@ -2287,7 +2434,7 @@ mod tests {
             #[cfg(target_os = "linux")]
             {
                 let full = Path::new("/dev/full");
-                let e = merge_stores_with(&weighted(&good), full, tuning).unwrap_err();
+                let e = merge_stores_with(&weighted(&good), full, tuning, &NoProgress).unwrap_err();
                 assert!(matches!(e, Error::Io { .. }), "{tuning:?}: {e}");
             }
         }
@@ -2392,7 +2539,7 @@ mod tests {
                 workers,
                 ..MergeTuning::default()
             };
-            let report = merge_stores_with(&inputs, &out, tuning).unwrap();
+            let report = merge_stores_with(&inputs, &out, tuning, &NoProgress).unwrap();
             assert!(report.saturated, "{workers} workers");
             let file = StoreFile::open(&out).unwrap();
             let store = file.store().unwrap();

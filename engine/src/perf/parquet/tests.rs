@@ -134,7 +134,8 @@ fn importing_twice_sums_like_a_merge() {
         path: d.join("a.pms"),
         weight: 2,
     };
-    crate::perf::store::merge_stores(&[input], &d.join("merged.pms")).unwrap();
+    crate::perf::store::merge_stores(&[input], &d.join("merged.pms"), &crate::io::NoProgress)
+        .unwrap();
     assert!(imported == std::fs::read(d.join("merged.pms")).unwrap());
 }
 
