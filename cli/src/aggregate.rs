@@ -346,7 +346,8 @@ pub fn write_fdata(
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    write_fdata_of(&LoadedBinary::load(binary)?, profile, basic, path)
+    let bar = crate::progress::Bar::phases("loading the binary's functions");
+    write_fdata_with(&LoadedBinary::load(binary)?, profile, basic, path, bar)
 }
 
 /// [`write_fdata`] for a binary already loaded, with perf2bolt's diagnostics on stderr.
@@ -356,7 +357,22 @@ pub fn write_fdata_of(
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let report = engine::bolt::loaded::write_fdata(loaded, profile, basic, path)?;
+    let bar = crate::progress::Bar::phases("symbolizing");
+    write_fdata_with(loaded, profile, basic, path, bar)
+}
+
+/// [`write_fdata_of`], its phases shown on `bar`.
+fn write_fdata_with(
+    loaded: &LoadedBinary,
+    profile: &BinaryProfile,
+    basic: bool,
+    path: &Path,
+    bar: crate::progress::Bar,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let report = engine::bolt::loaded::write_fdata(loaded, profile, basic, path, &bar);
+    // Cleared before the diagnostics below are printed.
+    drop(bar);
+    let report = report?;
     let binary = loaded.path().display();
     eprintln!(
         "profmill: {binary}: functions {:.2} s, symbolized {:.2} s, written {:.2} s",

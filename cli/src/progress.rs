@@ -1,9 +1,9 @@
-//! The engine's progress reports drawn as a byte-count bar on stderr, when stderr is a
-//! terminal.
+//! The engine's progress reports drawn on stderr, when stderr is a terminal: a byte-count bar,
+//! or a spinner naming the phase. A bar clears itself when dropped.
 
 use std::io::IsTerminal;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 
 /// A bar that shows the engine's progress in bytes.
 pub struct Bar(ProgressBar);
@@ -21,7 +21,22 @@ impl Bar {
         };
         set_style(&bar, total.is_some());
         bar.set_message(label.to_string());
-        Bar(bar)
+        Bar(bar.with_finish(ProgressFinish::AndClear))
+    }
+
+    /// A spinner for work measured in phases, not bytes: the phase's name and the time spent,
+    /// drawn on its own while the work runs; hidden unless stderr is a terminal.
+    pub fn phases(label: &str) -> Bar {
+        if !std::io::stderr().is_terminal() {
+            return Bar(ProgressBar::hidden());
+        }
+        let bar = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{msg} {spinner} {elapsed}") {
+            bar.set_style(style);
+        }
+        bar.set_message(label.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        Bar(bar.with_finish(ProgressFinish::AndClear))
     }
 }
 

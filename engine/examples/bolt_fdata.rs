@@ -52,7 +52,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let fdata = dir.path().join("app.fdata");
-    let report = write_fdata(&loaded, &result.profiles[0], result.basic, &fdata)?;
+    let report = write_fdata(
+        &loaded,
+        &result.profiles[0],
+        result.basic,
+        &fdata,
+        &NoProgress,
+    )?;
     let t = report.traces;
     println!(
         "{} fall-throughs walked, {} invalid, {} out of range; symbolized in {:.3} s",

@@ -12,6 +12,7 @@ use crate::bolt::{
 };
 use crate::error::{io_error, Result};
 use crate::io::output::write_atomically;
+use crate::io::progress::Progress;
 use crate::io::InputBytes;
 use crate::perf::aggregate::BinaryProfile;
 
@@ -184,13 +185,16 @@ pub struct FdataReport {
 
 /// Symbolizes one binary's profile (disassembling the functions it touches) and writes it to
 /// `path` as fdata, memory-event lines after the branch lines as perf2bolt writes them (branch
-/// mode only).
+/// mode only). `progress` hears of the two phases, symbolizing and writing; its caller
+/// finishes it.
 pub fn write_fdata(
     loaded: &LoadedBinary,
     profile: &BinaryProfile,
     basic: bool,
     path: &Path,
+    progress: &dyn Progress,
 ) -> Result<FdataReport> {
+    progress.phase("symbolizing");
     let started = Instant::now();
     let functions = &loaded.functions;
     let bat = loaded.bat.as_ref().map(|t| BatIndex::new(t, functions));
@@ -202,6 +206,7 @@ pub fn write_fdata(
         memory::symbolize(&profile.mem, functions, &objects)
     };
     let symbolize_seconds = started.elapsed().as_secs_f64();
+    progress.phase("writing");
     write_atomically(path, |out| {
         fdata.write(out)?;
         memory::write(&mem, out)
