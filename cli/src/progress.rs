@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
 
-/// A bar that shows the engine's progress in bytes.
+/// A bar of bytes or a spinner of phases that shows the engine's progress.
 pub struct Bar(ProgressBar);
 
 impl Bar {
