@@ -303,7 +303,9 @@ pub fn write_profile(
         Format::Fdata => write_fdata(binary, profile, basic, path)?,
         Format::Yaml => {
             // A BOLTed binary's profile is written for its input binary, as perf2bolt does.
+            let bar = crate::progress::Bar::phases("loading the binary's functions");
             let loaded = LoadedBinary::load(binary)?;
+            engine::io::progress::Progress::phase(&bar, "symbolizing and writing YAML");
             engine::bolt::loaded::write_yaml(
                 &loaded,
                 profile,

@@ -207,9 +207,11 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     // The last YAML written gets the profile itself, to drop once symbolized.
     let write_yaml = |profile: Cow<'_, BinaryProfile>, path: &Path| {
         let intra = intra.as_ref();
+        let bar = crate::progress::Bar::phases("symbolizing and writing YAML");
         engine::bolt::loaded::write_yaml_with_intra(
             &binary, profile, intra, basic, o.use_dfs, dialect, path,
         )?;
+        drop(bar);
         eprintln!("profmill: wrote {}", path.display());
         Ok::<_, engine::error::Error>(())
     };
