@@ -14,8 +14,8 @@ use rayon::prelude::*;
 
 use formats::bolt::preagg::BR_ONLY;
 use formats::store::{
-    BinaryMeta, BlockCursor, BranchRow, IpRow, MemRow, ReturnRow, Row, Section, Store, StoreError,
-    StoreErrorKind, StoreIndex, StoreMeta, StoreWriter, TraceRow,
+    BinaryMeta, BlockCursor, BranchRow, IpRow, MemRow, ReturnRow, Row, Section, SectionKind, Store,
+    StoreError, StoreErrorKind, StoreIndex, StoreMeta, StoreWriter, TraceRow,
 };
 
 use crate::error::{io_error, Error, Result};
@@ -864,15 +864,8 @@ fn table_bytes(files: &[MergeInput]) -> u64 {
     let layouts = files
         .iter()
         .flat_map(|f| f.index.binaries().iter().map(|(_, l)| l));
-    let kinds = [
-        TraceRow::KIND,
-        BranchRow::KIND,
-        IpRow::KIND,
-        MemRow::KIND,
-        ReturnRow::KIND,
-    ];
     layouts
-        .flat_map(|l| kinds.map(|k| l.bytes(k)))
+        .flat_map(|l| SectionKind::TABLES.map(|k| l.bytes(k)))
         .fold(0, u64::saturating_add)
 }
 
@@ -2208,12 +2201,7 @@ mod tests {
             .map(|_| {
                 ["a", "b"]
                     .iter()
-                    .map(|name| {
-                        let rows: Vec<_> = (0..9_000)
-                            .map(|_| (next(5_000), next(5_000), next(64), 1 + next(9)))
-                            .collect();
-                        full_profile(name, &rows)
-                    })
+                    .map(|name| full_profile(name, &random_rows(&mut next, 9_000, 5_000, 64, 9)))
                     .collect()
             })
             .collect();
@@ -2223,14 +2211,7 @@ mod tests {
             let file = StoreFile::open(path).unwrap();
             let store = file.store().unwrap();
             for (_, layout) in store.binaries() {
-                let kinds = [
-                    TraceRow::KIND,
-                    BranchRow::KIND,
-                    IpRow::KIND,
-                    MemRow::KIND,
-                    ReturnRow::KIND,
-                ];
-                for kind in kinds {
+                for kind in SectionKind::TABLES {
                     blocks.extend(layout.blocks(kind).iter().map(|b| b.length));
                 }
             }
@@ -2272,6 +2253,20 @@ mod tests {
         let events = recorder.0.into_inner().unwrap();
         assert_eq!(events.last().map(|e| e.0), Some("finish"));
         assert_eq!(events.iter().filter(|e| e.0 == "finish").count(), 1);
+    }
+
+    /// `n` rows of random keys for [`profile`]: the first two columns below `spread`, the third
+    /// below `to_spread`, counts from 1 to `most`.
+    fn random_rows(
+        next: &mut impl FnMut(u64) -> u64,
+        n: usize,
+        spread: u64,
+        to_spread: u64,
+        most: u64,
+    ) -> Vec<(u64, u64, u64, u64)> {
+        (0..n)
+            .map(|_| (next(spread), next(spread), next(to_spread), 1 + next(most)))
+            .collect()
     }
 
     /// A deterministic xorshift stream from `seed`: each call gives a value below its argument.
@@ -2366,10 +2361,10 @@ mod tests {
         let partials: Vec<Vec<StoredProfile>> = (0..4)
             .map(|i| {
                 let spread = if i % 2 == 0 { 100_000 } else { 300 };
-                let rows: Vec<_> = (0..12_000)
-                    .map(|_| (next(spread), next(spread), next(4), 1 + next(1000)))
-                    .collect();
-                vec![full_profile("a", &rows)]
+                vec![full_profile(
+                    "a",
+                    &random_rows(&mut next, 12_000, spread, 4, 1000),
+                )]
             })
             .collect();
         let paths = write_partials(d, &partials);
@@ -2399,10 +2394,10 @@ mod tests {
         let mut next = below(0x1234_5678_9abc_def1);
         let partials: Vec<Vec<StoredProfile>> = (0..6)
             .map(|_| {
-                let rows: Vec<_> = (0..12_000)
-                    .map(|_| (next(100_000), next(100_000), next(4), 1 + next(1000)))
-                    .collect();
-                vec![profile("a", &rows)]
+                vec![profile(
+                    "a",
+                    &random_rows(&mut next, 12_000, 100_000, 4, 1000),
+                )]
             })
             .collect();
         let paths = write_partials(d, &partials);
