@@ -1,5 +1,6 @@
 //! `profmill aggregate`: perf.data → BOLT pre-aggregated profiles, one per binary.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -119,7 +120,13 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         let result = aggregate_one(capture, &request)?;
         let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
         for ((profile, path), binary) in result.profiles.iter().zip(&outputs).zip(&args.binaries) {
-            write_profile(args.format, binary, profile, result.basic, path)?;
+            write_profile(
+                args.format,
+                binary,
+                Cow::Borrowed(profile),
+                result.basic,
+                path,
+            )?;
         }
         summarize(&result, &outputs, started);
         return Ok(());
@@ -275,21 +282,22 @@ fn write_sum_of_captures(args: &Args, request: &Request, started: Instant) -> Re
         let profile = stored
             .map(|p| binary_profile(p.clone(), binary, order))
             .unwrap_or_default();
-        write_profile(args.format, path, &profile, basic, output)?;
+        write_profile(args.format, path, Cow::Owned(profile), basic, output)?;
     }
     Ok(())
 }
 
-/// Writes one binary's profile in `format` (not a store) to `path`.
+/// Writes one binary's profile in `format` (not a store) to `path`; an owned profile is
+/// dropped as soon as it is no longer needed.
 pub fn write_profile(
     format: Format,
     binary: &Path,
-    profile: &BinaryProfile,
+    profile: Cow<'_, BinaryProfile>,
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
     match format {
-        Format::Preagg => write_atomically(path, |out| write_preagg(out, profile))?,
+        Format::Preagg => write_atomically(path, |out| write_preagg(out, &profile))?,
         Format::PreaggLegacy if basic => {
             return Err(
                 "LLVM 19's pre-aggregated format has no basic (IP) samples; use --format preagg"
@@ -298,7 +306,7 @@ pub fn write_profile(
         }
         Format::PreaggLegacy => {
             let functions = Functions::from_elf(binary, &std::fs::read(binary)?)?;
-            write_atomically(path, |out| write_preagg_legacy(out, profile, &functions))?
+            write_atomically(path, |out| write_preagg_legacy(out, &profile, &functions))?
         }
         Format::Fdata => write_fdata(binary, profile, basic, path)?,
         Format::Yaml => {
@@ -344,7 +352,7 @@ pub fn run_paths(
 /// Symbolizes one binary's profile (disassembling the functions it touches) and writes fdata.
 pub fn write_fdata(
     binary: &Path,
-    profile: &BinaryProfile,
+    profile: Cow<'_, BinaryProfile>,
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -355,7 +363,7 @@ pub fn write_fdata(
 /// [`write_fdata`] for a binary already loaded, with perf2bolt's diagnostics on stderr.
 pub fn write_fdata_of(
     loaded: &LoadedBinary,
-    profile: &BinaryProfile,
+    profile: Cow<'_, BinaryProfile>,
     basic: bool,
     path: &Path,
 ) -> Result<(), Box<dyn std::error::Error>> {
@@ -366,7 +374,7 @@ pub fn write_fdata_of(
 /// [`write_fdata_of`], its phases shown on `bar`.
 fn write_fdata_with(
     loaded: &LoadedBinary,
-    profile: &BinaryProfile,
+    profile: Cow<'_, BinaryProfile>,
     basic: bool,
     path: &Path,
     bar: crate::progress::Bar,

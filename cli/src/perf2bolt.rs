@@ -215,7 +215,7 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
         eprintln!("profmill: wrote {}", path.display());
         Ok::<_, engine::error::Error>(())
     };
-    let write_fdata = |profile: &BinaryProfile| {
+    let write_fdata = |profile: Cow<'_, BinaryProfile>| {
         crate::aggregate::write_fdata_of(&binary, profile, basic, &o.output)?;
         eprintln!("profmill: wrote {}", o.output.display());
         Ok::<_, Box<dyn std::error::Error>>(())
@@ -226,9 +226,9 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
             write_yaml(Cow::Borrowed(&profile), &o.output)?;
             write_yaml(Cow::Owned(profile), w)?;
         }
-        (false, None) => write_fdata(&profile)?,
+        (false, None) => write_fdata(Cow::Owned(profile))?,
         (false, Some(w)) => {
-            write_fdata(&profile)?;
+            write_fdata(Cow::Borrowed(&profile))?;
             write_yaml(Cow::Owned(profile), w)?;
         }
     }

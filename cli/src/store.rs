@@ -91,7 +91,13 @@ pub fn export_binaries(
         let index = store.find(&binary, ignore_build_id)?;
         let profile = store.profile(index, &binary, order)?;
         let basic = profile.traces.is_empty() && !profile.ips.is_empty();
-        write_profile(format, path, &profile, basic, output)?;
+        write_profile(
+            format,
+            path,
+            std::borrow::Cow::Owned(profile),
+            basic,
+            output,
+        )?;
     }
     Ok(())
 }

@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fdata = dir.path().join("app.fdata");
     let report = write_fdata(
         &loaded,
-        &result.profiles[0],
+        std::borrow::Cow::Borrowed(&result.profiles[0]),
         result.basic,
         &fdata,
         &NoProgress,

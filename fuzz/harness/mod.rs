@@ -168,6 +168,12 @@ fn write_profiles(binary: &Binary, profile: &BinaryProfile, basic: bool) {
     let functions = binary.loaded.functions();
     let _ = engine::bolt::preagg_legacy::write_preagg_legacy(&mut out, profile, functions);
     let fdata = scratch_file("fdata");
-    let _ = write_fdata(&binary.loaded, profile, basic, &fdata, &NoProgress);
+    let _ = write_fdata(
+        &binary.loaded,
+        std::borrow::Cow::Borrowed(profile),
+        basic,
+        &fdata,
+        &NoProgress,
+    );
     let _ = std::fs::remove_file(&fdata);
 }

@@ -72,21 +72,13 @@ impl LoadedBinary {
 /// `perf2bolt --profile-format=yaml` (LLVM 22) writes it (see [`crate::bolt::yaml`]).
 pub fn write_yaml(
     loaded: &LoadedBinary,
-    profile: &BinaryProfile,
+    profile: Cow<'_, BinaryProfile>,
     basic: bool,
     use_dfs: bool,
     dialect: Dialect,
     path: &Path,
 ) -> Result<FdataReport> {
-    write_yaml_with_intra(
-        loaded,
-        Cow::Borrowed(profile),
-        None,
-        basic,
-        use_dfs,
-        dialect,
-        path,
-    )
+    write_yaml_with_intra(loaded, profile, None, basic, use_dfs, dialect, path)
 }
 
 /// [`write_yaml`], the functions' inner branches taken from `intra` when given (see
@@ -186,10 +178,11 @@ pub struct FdataReport {
 /// Symbolizes one binary's profile (disassembling the functions it touches) and writes it to
 /// `path` as fdata, memory-event lines after the branch lines as perf2bolt writes them (branch
 /// mode only). `progress` hears of the two phases, symbolizing and writing; its caller
-/// finishes it.
+/// finishes it. A profile given owned is dropped once symbolized, before the lines are gathered
+/// and sorted for writing: its traces were a third of the peak memory.
 pub fn write_fdata(
     loaded: &LoadedBinary,
-    profile: &BinaryProfile,
+    profile: Cow<'_, BinaryProfile>,
     basic: bool,
     path: &Path,
     progress: &dyn Progress,
@@ -198,13 +191,14 @@ pub fn write_fdata(
     let started = Instant::now();
     let functions = &loaded.functions;
     let bat = loaded.bat.as_ref().map(|t| BatIndex::new(t, functions));
-    let fdata = symbolize_bolted(profile, functions, basic, bat.as_ref());
+    let fdata = symbolize_bolted(&profile, functions, basic, bat.as_ref());
     let mem = if basic || profile.mem.is_empty() {
         Vec::new()
     } else {
         let objects = memory::DataObjects::from_elf(&loaded.data, functions);
         memory::symbolize(&profile.mem, functions, &objects)
     };
+    drop(profile);
     let symbolize_seconds = started.elapsed().as_secs_f64();
     progress.phase("writing");
     write_atomically(path, |out| {
