@@ -117,18 +117,15 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         return write_store_of_captures(&args, &request, started);
     }
     if let [capture] = &args.captures[..] {
-        let result = aggregate_one(capture, &request)?;
+        let mut result = aggregate_one(capture, &request)?;
         let outputs = output_paths(&args.output, &args.binaries, args.format.extension())?;
-        for ((profile, path), binary) in result.profiles.iter().zip(&outputs).zip(&args.binaries) {
-            write_profile(
-                args.format,
-                binary,
-                Cow::Borrowed(profile),
-                result.basic,
-                path,
-            )?;
+        let summary = Summary::of(&result, &outputs);
+        // Each profile goes to its writer, which drops it once symbolized.
+        let profiles = std::mem::take(&mut result.profiles);
+        for ((profile, path), binary) in profiles.into_iter().zip(&outputs).zip(&args.binaries) {
+            write_profile(args.format, binary, Cow::Owned(profile), result.basic, path)?;
         }
-        summarize(&result, &outputs, started);
+        summary.print(started);
         return Ok(());
     }
     write_sum_of_captures(&args, &request, started)
@@ -237,7 +234,7 @@ fn stored_profiles_of_captures(
         );
         hosts.extend(result.side.hostname().map(str::to_owned));
         let outputs = vec![args.output.clone(); result.binaries.len()];
-        summarize(&result, &outputs, started);
+        Summary::of(&result, &outputs).print(started);
     }
     hosts.sort();
     hosts.dedup();
@@ -424,27 +421,48 @@ pub fn output_paths(
         .collect())
 }
 
-fn summarize(r: &Aggregation, outputs: &[PathBuf], started: Instant) {
-    let s = &r.stats;
-    let mb = r.side.bytes as f64 / 1e6;
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "profmill: read {} samples ({} with branch stacks, {} entries, {} kernel entries dropped) from {:.1} MB in {:.2} s ({:.0} MB/s)",
-        s.samples, s.samples_with_branches, s.branch_entries, s.kernel_entries, mb, secs, mb / secs.max(1e-9)
-    );
-    for ((p, b), o) in r.profiles.iter().zip(&r.binaries).zip(outputs) {
-        let what = if r.basic {
-            format!("{} addresses, {} samples", p.ips.len(), p.samples)
-        } else {
-            format!("{} traces", p.traces.len())
-        };
-        let processes = if p.pids == 1 { "process" } else { "processes" };
+/// What `aggregate` tells of a capture on stderr once its outputs are written: taken before
+/// the profiles go to their writers.
+struct Summary {
+    stats: engine::perf::aggregate::SampleStats,
+    bytes: u64,
+    /// Per binary: its path, processes, what its profile holds, and its output.
+    binaries: Vec<(PathBuf, usize, String, PathBuf)>,
+}
+
+impl Summary {
+    fn of(r: &Aggregation, outputs: &[PathBuf]) -> Summary {
+        let binaries = r.profiles.iter().zip(&r.binaries).zip(outputs);
+        let binaries = binaries.map(|((p, b), o)| {
+            let what = if r.basic {
+                format!("{} addresses, {} samples", p.ips.len(), p.samples)
+            } else {
+                format!("{} traces", p.traces.len())
+            };
+            (b.path.clone(), p.pids, what, o.clone())
+        });
+        Summary {
+            stats: r.stats,
+            bytes: r.side.bytes,
+            binaries: binaries.collect(),
+        }
+    }
+
+    fn print(&self, started: Instant) {
+        let s = &self.stats;
+        let mb = self.bytes as f64 / 1e6;
+        let secs = started.elapsed().as_secs_f64();
         eprintln!(
-            "profmill: {}: {} {processes}, {} → {}",
-            b.path.display(),
-            p.pids,
-            what,
-            o.display()
+            "profmill: read {} samples ({} with branch stacks, {} entries, {} kernel entries dropped) from {:.1} MB in {:.2} s ({:.0} MB/s)",
+            s.samples, s.samples_with_branches, s.branch_entries, s.kernel_entries, mb, secs, mb / secs.max(1e-9)
         );
+        for (binary, pids, what, output) in &self.binaries {
+            let processes = if *pids == 1 { "process" } else { "processes" };
+            eprintln!(
+                "profmill: {}: {pids} {processes}, {what} → {}",
+                binary.display(),
+                output.display()
+            );
+        }
     }
 }
