@@ -1,6 +1,7 @@
 //! `profmill export`, `profmill merge` (of stores) and `profmill show` (of a store): the
 //! profile store's commands.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -91,13 +92,7 @@ pub fn export_binaries(
         let index = store.find(&binary, ignore_build_id)?;
         let profile = store.profile(index, &binary, order)?;
         let basic = profile.traces.is_empty() && !profile.ips.is_empty();
-        write_profile(
-            format,
-            path,
-            std::borrow::Cow::Owned(profile),
-            basic,
-            output,
-        )?;
+        write_profile(format, path, Cow::Owned(profile), basic, output)?;
     }
     Ok(())
 }
