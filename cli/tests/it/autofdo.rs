@@ -208,29 +208,38 @@ fn test_lbr_equals_create_llvm_prof_but_its_garbled_inline_names() {
     // perf2bolt's traces, which skip kernel entries (--ignore-interrupt-lbr), while from a
     // capture we break the chain at a kernel entry as create_llvm_prof does; test.lbr has one
     // sample where this makes a 4-byte range in longest_match.
-    let store = dir.path().join("p.pms");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(&capture)
-            .arg("-b")
-            .arg(&binary)
-            .args(["--format", "store", "-o"])
-            .arg(&store),
-    );
-    let from_store = dir.path().join("store.txt");
-    ours(&binary, &store, &from_store);
-    let s = normalized(&from_store);
-    let differing: Vec<(&str, &str)> = s.lines().zip(o.lines()).filter(|(a, b)| a != b).collect();
-    assert_eq!(s.lines().count(), o.lines().count());
-    assert_eq!(
-        differing,
-        [
+    assert_store_input_differs_only_in(
+        dir.path(),
+        (&capture, &binary),
+        ours,
+        &o,
+        &[
             ("longest_match:1751410:1548", "longest_match:1751414:1548"),
-            (" 82: 22414", " 82: 22415")
+            (" 82: 22414", " 82: 22415"),
         ],
-        "store input"
     );
+}
+
+/// The sample profile that `write` makes from a store of `capture` (aggregated for `binary`),
+/// normalized, against `expected`, the same profile made from the capture: line for line the
+/// same but for the `named` pairs (the store's line, then the capture's).
+fn assert_store_input_differs_only_in(
+    dir: &Path,
+    (capture, binary): (&Path, &Path),
+    write: fn(&Path, &Path, &Path),
+    expected: &str,
+    named: &[(&str, &str)],
+) {
+    let store = dir.join("p.pms");
+    profmill_aggregate(capture, binary, "store", &store);
+    let from_store = dir.join("store.txt");
+    write(binary, &store, &from_store);
+    let s = normalized(&from_store);
+    assert_eq!(s.lines().count(), expected.lines().count(), "store input");
+    let differing: Vec<(&str, &str)> = (s.lines().zip(expected.lines()))
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(differing, named, "store input");
 }
 
 pub(crate) const PROGRAM_C: &str = r#"
@@ -497,28 +506,15 @@ fn test_lbr_equals_llvm_profgen() {
     // Named difference, as in the create_llvm_prof style: a store keeps perf2bolt's traces,
     // which skip every entry with a kernel end, where llvm-profgen keeps an entry with one end
     // in the binary (a range then ends where the interrupt hit).
-    let store = dir.path().join("p.pms");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(&capture)
-            .arg("-b")
-            .arg(&binary)
-            .args(["--format", "store", "-o"])
-            .arg(&store),
-    );
-    let from_store = dir.path().join("store.txt");
-    ours_profgen(&binary, &store, &from_store);
-    let s = normalized(&from_store);
-    let differing: Vec<(&str, &str)> = s.lines().zip(o.lines()).filter(|(a, b)| a != b).collect();
-    assert_eq!(s.lines().count(), o.lines().count());
-    assert_eq!(
-        differing,
-        [
+    assert_store_input_differs_only_in(
+        dir.path(),
+        (&capture, &binary),
+        ours_profgen,
+        &o,
+        &[
             ("longest_match:1798786:1548", "longest_match:1798791:1548"),
-            (" 82: 22414", " 82: 22415")
+            (" 82: 22414", " 82: 22415"),
         ],
-        "store input"
     );
 }
 

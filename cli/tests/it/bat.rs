@@ -292,7 +292,7 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
             assert_same_lines(&ours, &reference, &what);
             // Through our pre-aggregated text, read by perf2bolt 22 and by us.
             let preagg = d.join("bolted.preagg");
-            profmill_preagg(&capture, &bolted, "preagg", &preagg);
+            profmill_aggregate(&capture, &bolted, "preagg", &preagg);
             let reference_pa = perf2bolt_fdata(
                 PERF2BOLT_22,
                 &bolted,
@@ -532,7 +532,7 @@ fn bat_yaml_equals_perf2bolt_22() {
             assert_same_yaml(&std::fs::read(&aggregated).unwrap(), &theirs, &what);
             // Through our pre-aggregated text, and through a store.
             let preagg = d.join("bolted.preagg");
-            profmill_preagg(&capture, &bolted, "preagg", &preagg);
+            profmill_aggregate(&capture, &bolted, "preagg", &preagg);
             let (ours_pa, theirs_pa) = both(&bolted, &preagg, &["--pa"], d, "bat-pa");
             assert_same_yaml(&ours_pa, &theirs_pa, &format!("{what} (--pa)"));
             let store = d.join("bolted.pms");

@@ -33,7 +33,7 @@ pub fn perf2bolt_fdata(
 }
 
 /// Our `aggregate` output for one binary, in the given `--format`.
-pub fn profmill_preagg(capture: &Path, binary: &Path, format: &str, out: &Path) {
+pub fn profmill_aggregate(capture: &Path, binary: &Path, format: &str, out: &Path) {
     run_ok(
         profmill()
             .arg("aggregate")
@@ -57,7 +57,7 @@ pub fn assert_preagg_equivalent(
 ) {
     let reference = reference_fdata(perf2bolt, binary, capture, extra, dir);
     let preagg = dir.join("ours.preagg");
-    profmill_preagg(capture, binary, "preagg", &preagg);
+    profmill_aggregate(capture, binary, "preagg", &preagg);
     let pa: Vec<&str> = ["--pa"].iter().chain(extra).copied().collect();
     let ours = perf2bolt_fdata(perf2bolt, binary, &preagg, &pa, &dir.join("ours.fdata"));
     assert_same_lines(

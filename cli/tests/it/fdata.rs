@@ -484,7 +484,7 @@ fn perf2bolt_drop_in_matches_perf2bolt_22() {
     assert_same_lines(&ours(&capture, &[], "a.fdata"), &reference, "perf mode");
     for format in ["preagg", "preagg-legacy"] {
         let preagg = d.join(format!("drop-in.{format}"));
-        profmill_preagg(&capture, &bin, format, &preagg);
+        profmill_aggregate(&capture, &bin, format, &preagg);
         let reference = perf2bolt_fdata(
             PERF2BOLT_22,
             &bin,

@@ -18,7 +18,7 @@ int main(int argc, char **argv) { int a[64]; int t = 0; for (int i = 0; i < argc
 
 fn legacy_fdata(binary: &Path, capture: &Path, dir: &Path) -> Vec<String> {
     let preagg = dir.join("legacy.preagg");
-    profmill_preagg(capture, binary, "preagg-legacy", &preagg);
+    profmill_aggregate(capture, binary, "preagg-legacy", &preagg);
     perf2bolt_fdata(
         PERF2BOLT_19,
         binary,

@@ -179,7 +179,7 @@ fn big_endian_capture_matches_perf_script() {
 
     let preagg = |capture: &std::path::Path, out: &str| {
         let path = dir.path().join(out);
-        profmill_preagg(
+        profmill_aggregate(
             capture,
             &shared_perf("autofdo-test.binary"),
             "preagg",

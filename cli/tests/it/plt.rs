@@ -277,7 +277,7 @@ fn legacy_preagg_of_plt_branches_matches_perf2bolt_19() {
     );
     assert!(names_end(&reference, |n, _| n == "__BOLT_PSEUDO_.plt"));
     let preagg = d.join("legacy.preagg");
-    profmill_preagg(&capture, &app, "preagg-legacy", &preagg);
+    profmill_aggregate(&capture, &app, "preagg-legacy", &preagg);
     let ours = perf2bolt_fdata(
         PERF2BOLT_19,
         &app,

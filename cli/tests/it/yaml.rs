@@ -395,15 +395,7 @@ fn aggregate_and_export_write_perf2bolts_yaml() {
         first_difference(&ours, &theirs)
     );
     let store = d.join("agg.pms");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(&capture)
-            .arg("-b")
-            .arg(&binary)
-            .args(["--format", "store", "-o"])
-            .arg(&store),
-    );
+    profmill_aggregate(&capture, &binary, "store", &store);
     let exported = d.join("exported.yaml");
     run_ok(
         profmill()
