@@ -2,10 +2,12 @@
 //! `CARGO_BIN_EXE_profmill` or the corpus generator); the rest is in `testsupport`.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use testsupport::{assert_same_lines, have_tool, run_ok, sorted_lines, PERF2BOLT_19, PERF2BOLT_22};
+use testsupport::{
+    assert_same_lines, have_tool, run_ok, sorted_lines, CLANG_19, PERF2BOLT_19, PERF2BOLT_22,
+};
 
 /// The `profmill` binary under test.
 pub fn profmill() -> Command {
@@ -258,4 +260,51 @@ pub fn mapping_raised(capture: &Path, binary: &Path, start: u64, skew: u64, out:
     }
     std::fs::write(out, bytes).unwrap();
     at.len()
+}
+
+/// The C `program` linked with the C `library`, built by clang-19 with `flags` into
+/// `dir/name`: the library as `lib<name>.so` beside it (found through the rpath) when
+/// `shared`, else linked in.
+pub fn clang_program_with_library(
+    dir: &Path,
+    name: &str,
+    (program, library): (&str, &str),
+    flags: &[&str],
+    shared: bool,
+) -> PathBuf {
+    let src = dir.join("t.c");
+    std::fs::write(&src, program).unwrap();
+    let lib = dir.join("lib.c");
+    std::fs::write(&lib, library).unwrap();
+    let exe = dir.join(name);
+    let mut cc = Command::new(CLANG_19);
+    cc.args(flags).arg(&src).arg("-o").arg(&exe);
+    if shared {
+        let so = dir.join(format!("lib{name}.so"));
+        run_ok(
+            Command::new(CLANG_19)
+                .args(flags)
+                .args(["-fPIC", "-shared"])
+                .arg(&lib)
+                .arg("-o")
+                .arg(&so),
+        );
+        cc.arg(&so).arg(format!("-Wl,-rpath,{}", dir.display()));
+    } else {
+        cc.arg(&lib);
+    }
+    run_ok(&mut cc);
+    exe
+}
+
+/// Runs the instrumented `exe` once per argument, run `i` writing its raw profile to
+/// `<exe>-<i>.profraw`.
+pub fn raw_profiles_of_runs(exe: &Path, args: &[&str]) -> Vec<PathBuf> {
+    (args.iter().enumerate())
+        .map(|(i, arg)| {
+            let raw = PathBuf::from(format!("{}-{i}.profraw", exe.display()));
+            run_ok(Command::new(exe).arg(arg).env("LLVM_PROFILE_FILE", &raw));
+            raw
+        })
+        .collect()
 }

@@ -5,11 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common::{clang_program_with_library, raw_profiles_of_runs};
 use testsupport::{
-    have_tool, llvm_profdata_corpus as corpus, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA,
+    have_tool, llvm_profdata_corpus as corpus, run_ok, CLANG_19, LLVM_PROFDATA_19 as LLVM_PROFDATA,
 };
-
-const CLANG: &str = "clang-19";
 
 struct Run {
     output: Output,
@@ -219,36 +218,9 @@ fn profile_runs(
     runs: &[&str],
     shared: bool,
 ) -> Vec<String> {
-    let src = dir.join("t.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let lib = dir.join("lib.c");
-    std::fs::write(&lib, LIBRARY).unwrap();
-    let exe = dir.join(name);
-    let mut cc = Command::new(CLANG);
-    cc.args(flags).arg(&src).arg("-o").arg(&exe);
-    if shared {
-        let so = dir.join(format!("lib{name}.so"));
-        run_ok(
-            Command::new(CLANG)
-                .args(flags)
-                .args(["-fPIC", "-shared"])
-                .arg(&lib)
-                .arg("-o")
-                .arg(&so),
-        );
-        cc.arg(&so).arg(format!("-Wl,-rpath,{}", dir.display()));
-    } else {
-        cc.arg(&lib);
-    }
-    run_ok(&mut cc);
-    runs.iter()
-        .enumerate()
-        .map(|(i, arg)| {
-            let raw = dir.join(format!("{name}-{i}.profraw"));
-            run_ok(Command::new(&exe).arg(arg).env("LLVM_PROFILE_FILE", &raw));
-            raw.display().to_string()
-        })
-        .collect()
+    let exe = clang_program_with_library(dir, name, (PROGRAM, LIBRARY), flags, shared);
+    let raws = raw_profiles_of_runs(&exe, runs);
+    raws.iter().map(|raw| raw.display().to_string()).collect()
 }
 
 /// Merges the runs alone, together, weighted, as text and with one LLVM thread.
@@ -274,7 +246,7 @@ fn assert_all_merges(raws: &[String], dir: &Path, what: &str) {
 
 #[test]
 fn clang_19_profiles_of_every_kind() {
-    if !have_tool(LLVM_PROFDATA) || !have_tool(CLANG) {
+    if !have_tool(LLVM_PROFDATA) || !have_tool(CLANG_19) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -573,7 +545,7 @@ const SHOW_OPTIONS: &[&[&str]] = &[
 
 #[test]
 fn show_matches_llvm_profdata() {
-    if !have_tool(LLVM_PROFDATA) || !have_tool(CLANG) {
+    if !have_tool(LLVM_PROFDATA) || !have_tool(CLANG_19) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -8,9 +8,8 @@ use std::process::{Command, Output};
 
 use corpus::raw_v11::{raw_v10_to_v11, raw_v10_to_v11_with_uniform};
 
-use testsupport::{have_tool, run_ok, LLVM_PROFDATA_19 as LLVM_PROFDATA};
-
-const CLANG: &str = "clang-19";
+use crate::common::{clang_program_with_library, raw_profiles_of_runs};
+use testsupport::{have_tool, run_ok, CLANG_19, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn run(cmd: &mut Command) -> Output {
     cmd.output()
@@ -42,37 +41,8 @@ const LIBRARY: &str = "int lib_twice(int x) { return x > 3 ? 2 * x : x; }\n";
 /// Builds the program with `flags` (the library shared when `shared`, so that one file holds
 /// two profiles) and returns one raw profile per run.
 fn clang_profiles(dir: &Path, name: &str, flags: &[&str], shared: bool) -> Vec<PathBuf> {
-    let src = dir.join("t.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let lib = dir.join("lib.c");
-    std::fs::write(&lib, LIBRARY).unwrap();
-    let exe = dir.join(name);
-    let mut cc = Command::new(CLANG);
-    cc.args(flags).arg(&src).arg("-o").arg(&exe);
-    if shared {
-        let so = dir.join(format!("lib{name}.so"));
-        run_ok(
-            Command::new(CLANG)
-                .args(flags)
-                .args(["-fPIC", "-shared"])
-                .arg(&lib)
-                .arg("-o")
-                .arg(&so),
-        );
-        cc.arg(&so).arg(format!("-Wl,-rpath,{}", dir.display()));
-    } else {
-        cc.arg(&lib);
-    }
-    run_ok(&mut cc);
-    ["7", "30"]
-        .iter()
-        .enumerate()
-        .map(|(i, arg)| {
-            let raw = dir.join(format!("{name}-{i}.profraw"));
-            run_ok(Command::new(&exe).arg(arg).env("LLVM_PROFILE_FILE", &raw));
-            raw
-        })
-        .collect()
+    let exe = clang_program_with_library(dir, name, (PROGRAM, LIBRARY), flags, shared);
+    raw_profiles_of_runs(&exe, &["7", "30"])
 }
 
 /// The v11 form of a v10 file, next to it.
@@ -104,7 +74,7 @@ fn profmill() -> Command {
 
 #[test]
 fn v11_from_clang_19_merges_as_llvm_profdata_19_merges_the_v10_original() {
-    if !have_tool(LLVM_PROFDATA) || !have_tool(CLANG) {
+    if !have_tool(LLVM_PROFDATA) || !have_tool(CLANG_19) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -166,7 +136,7 @@ fn v11_from_clang_19_merges_as_llvm_profdata_19_merges_the_v10_original() {
 
 #[test]
 fn v11_with_uniform_counters_is_refused_with_its_offset() {
-    if !have_tool(CLANG) {
+    if !have_tool(CLANG_19) {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
