@@ -270,12 +270,44 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
     if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) {
         return;
     }
-    let bolts = installed_bolts();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let programs = programs(d);
-    let mut compared = 0;
-    for binary in &programs {
+    let compared = for_each_bolted_capture(d, |bolted, capture, what| {
+        // Straight from the capture.
+        let reference = perf2bolt_fdata(PERF2BOLT_22, bolted, capture, &[], &d.join("ref.fdata"));
+        assert!(reference.iter().any(|l| l == "boltedcollection"), "{what}");
+        let ours = our_fdata(bolted, capture, &[], &d.join("ours.fdata"));
+        assert_same_lines(&ours, &reference, what);
+        // Through our pre-aggregated text, read by perf2bolt 22 and by us.
+        let preagg = d.join("bolted.preagg");
+        profmill_aggregate(capture, bolted, "preagg", &preagg);
+        let reference_pa = perf2bolt_fdata(
+            PERF2BOLT_22,
+            bolted,
+            &preagg,
+            &["--pa"],
+            &d.join("pa.fdata"),
+        );
+        let ours_pa = our_fdata(bolted, &preagg, &["--pa"], &d.join("ours-pa.fdata"));
+        assert_same_lines(&ours_pa, &reference_pa, what);
+        // Through a store aggregated without the binary.
+        let exported = exported_from_store_without_binary(d, capture, bolted, "fdata");
+        assert_same_lines(
+            &sorted_lines(&std::fs::read(&exported).unwrap()),
+            &reference_pa,
+            what,
+        );
+        basic_capture_equals_perf2bolt(d, bolted, what);
+    });
+    assert!(compared > 0);
+}
+
+/// Each of the test programs BOLTed by each installed BOLT, and a capture generated of the
+/// BOLTed binary (`d/bolted.data`): `check(bolted, capture, what)` for each; how many there were.
+fn for_each_bolted_capture(d: &Path, mut check: impl FnMut(&Path, &Path, &str)) -> usize {
+    let bolts = installed_bolts();
+    let mut checked = 0;
+    for binary in &programs(d) {
         let profile = sparse_profile(d, binary);
         for (v, bolt) in bolts.iter().enumerate() {
             let name = binary.file_name().unwrap().to_string_lossy();
@@ -284,53 +316,40 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
             let what = format!("{} BOLTed by {bolt}", binary.display());
             let capture = d.join("bolted.data");
             generate_capture(&capture, &[&bolted], 1, 400, false, 3);
-            // Straight from the capture.
-            let reference =
-                perf2bolt_fdata(PERF2BOLT_22, &bolted, &capture, &[], &d.join("ref.fdata"));
-            assert!(reference.iter().any(|l| l == "boltedcollection"), "{what}");
-            let ours = our_fdata(&bolted, &capture, &[], &d.join("ours.fdata"));
-            assert_same_lines(&ours, &reference, &what);
-            // Through our pre-aggregated text, read by perf2bolt 22 and by us.
-            let preagg = d.join("bolted.preagg");
-            profmill_aggregate(&capture, &bolted, "preagg", &preagg);
-            let reference_pa = perf2bolt_fdata(
-                PERF2BOLT_22,
-                &bolted,
-                &preagg,
-                &["--pa"],
-                &d.join("pa.fdata"),
-            );
-            let ours_pa = our_fdata(&bolted, &preagg, &["--pa"], &d.join("ours-pa.fdata"));
-            assert_same_lines(&ours_pa, &reference_pa, &what);
-            // Through a store aggregated without the binary.
-            let store = d.join("bolted.pms");
-            run_ok(
-                profmill()
-                    .arg("aggregate")
-                    .arg(&capture)
-                    .args(["--format", "store", "-o"])
-                    .arg(&store),
-            );
-            let exported = d.join("exported.fdata");
-            run_ok(
-                profmill()
-                    .arg("export")
-                    .arg(&store)
-                    .arg("-b")
-                    .arg(&bolted)
-                    .args(["--format", "fdata", "-o"])
-                    .arg(&exported),
-            );
-            assert_same_lines(
-                &sorted_lines(&std::fs::read(&exported).unwrap()),
-                &reference_pa,
-                &what,
-            );
-            compared += 1;
-            basic_capture_equals_perf2bolt(d, &bolted, &what);
+            check(&bolted, &capture, &what);
+            checked += 1;
         }
     }
-    assert!(compared > 0);
+    checked
+}
+
+/// `capture` aggregated into a store without any binary, as a fleet host does, then exported
+/// for `bolted` in `format` (`d/exported.<format>`).
+fn exported_from_store_without_binary(
+    d: &Path,
+    capture: &Path,
+    bolted: &Path,
+    format: &str,
+) -> PathBuf {
+    let store = d.join("bolted.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(capture)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let exported = d.join(format!("exported.{format}"));
+    run_ok(
+        profmill()
+            .arg("export")
+            .arg(&store)
+            .arg("-b")
+            .arg(bolted)
+            .args(["--format", format, "-o"])
+            .arg(&exported),
+    );
+    exported
 }
 
 /// `perf record -e cpu-clock` of a run of `bolted` into `d/basic.data`; `None` where perf
@@ -485,83 +504,53 @@ fn bat_yaml_equals_perf2bolt_22() {
     if !have_tool(CLANG_19) || !have_tool(PERF2BOLT_22) {
         return;
     }
-    let bolts = installed_bolts();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let programs = programs(d);
-    let mut compared = 0;
-    for binary in &programs {
-        let profile = sparse_profile(d, binary);
-        for (v, bolt) in bolts.iter().enumerate() {
-            let name = binary.file_name().unwrap().to_string_lossy();
-            let bolted = d.join(format!("{name}.bolted{v}"));
-            bolt_it(bolt, binary, &profile, &[], &bolted);
-            let what = format!("{} BOLTed by {bolt}", binary.display());
-            let capture = d.join("bolted.data");
-            generate_capture(&capture, &[&bolted], 1, 400, false, 3);
-            let (ours, theirs) = both(&bolted, &capture, &[], d, "bat");
-            assert!(
-                String::from_utf8_lossy(&theirs).contains("nblocks:"),
-                "{what}: perf2bolt wrote no function"
-            );
-            assert_same_yaml(&ours, &theirs, &what);
-            // `-w` beside the fdata, and `aggregate --format yaml`.
-            let saved = d.join("saved.yaml");
-            run_ok(
-                profmill()
-                    .arg("perf2bolt")
-                    .arg(&bolted)
-                    .arg("-p")
-                    .arg(&capture)
-                    .arg("-o")
-                    .arg(d.join("beside.fdata"))
-                    .arg("-w")
-                    .arg(&saved),
-            );
-            assert_same_yaml(&std::fs::read(&saved).unwrap(), &theirs, &what);
-            let aggregated = d.join("aggregated.yaml");
-            run_ok(
-                profmill()
-                    .arg("aggregate")
-                    .arg(&capture)
-                    .arg("-b")
-                    .arg(&bolted)
-                    .args(["--format", "yaml", "-o"])
-                    .arg(&aggregated),
-            );
-            assert_same_yaml(&std::fs::read(&aggregated).unwrap(), &theirs, &what);
-            // Through our pre-aggregated text, and through a store.
-            let preagg = d.join("bolted.preagg");
-            profmill_aggregate(&capture, &bolted, "preagg", &preagg);
-            let (ours_pa, theirs_pa) = both(&bolted, &preagg, &["--pa"], d, "bat-pa");
-            assert_same_yaml(&ours_pa, &theirs_pa, &format!("{what} (--pa)"));
-            let store = d.join("bolted.pms");
-            run_ok(
-                profmill()
-                    .arg("aggregate")
-                    .arg(&capture)
-                    .args(["--format", "store", "-o"])
-                    .arg(&store),
-            );
-            let exported = d.join("exported.yaml");
-            run_ok(
-                profmill()
-                    .arg("export")
-                    .arg(&store)
-                    .arg("-b")
-                    .arg(&bolted)
-                    .args(["--format", "yaml", "-o"])
-                    .arg(&exported),
-            );
-            assert_same_yaml(
-                &std::fs::read(&exported).unwrap(),
-                &theirs_pa,
-                &format!("{what} (store)"),
-            );
-            basic_capture_yaml_equals_perf2bolt(d, &bolted, &what);
-            compared += 1;
-        }
-    }
+    let compared = for_each_bolted_capture(d, |bolted, capture, what| {
+        let (ours, theirs) = both(bolted, capture, &[], d, "bat");
+        assert!(
+            String::from_utf8_lossy(&theirs).contains("nblocks:"),
+            "{what}: perf2bolt wrote no function"
+        );
+        assert_same_yaml(&ours, &theirs, what);
+        // `-w` beside the fdata, and `aggregate --format yaml`.
+        let saved = d.join("saved.yaml");
+        run_ok(
+            profmill()
+                .arg("perf2bolt")
+                .arg(bolted)
+                .arg("-p")
+                .arg(capture)
+                .arg("-o")
+                .arg(d.join("beside.fdata"))
+                .arg("-w")
+                .arg(&saved),
+        );
+        assert_same_yaml(&std::fs::read(&saved).unwrap(), &theirs, what);
+        let aggregated = d.join("aggregated.yaml");
+        run_ok(
+            profmill()
+                .arg("aggregate")
+                .arg(capture)
+                .arg("-b")
+                .arg(bolted)
+                .args(["--format", "yaml", "-o"])
+                .arg(&aggregated),
+        );
+        assert_same_yaml(&std::fs::read(&aggregated).unwrap(), &theirs, what);
+        // Through our pre-aggregated text, and through a store.
+        let preagg = d.join("bolted.preagg");
+        profmill_aggregate(capture, bolted, "preagg", &preagg);
+        let (ours_pa, theirs_pa) = both(bolted, &preagg, &["--pa"], d, "bat-pa");
+        assert_same_yaml(&ours_pa, &theirs_pa, &format!("{what} (--pa)"));
+        let exported = exported_from_store_without_binary(d, capture, bolted, "yaml");
+        assert_same_yaml(
+            &std::fs::read(&exported).unwrap(),
+            &theirs_pa,
+            &format!("{what} (store)"),
+        );
+        basic_capture_yaml_equals_perf2bolt(d, bolted, what);
+    });
     assert!(compared > 0);
 }
 
