@@ -297,12 +297,13 @@ pub fn clang_program_with_library(
     exe
 }
 
-/// Runs the instrumented `exe` once per argument, run `i` writing its raw profile to
-/// `<exe>-<i>.profraw`.
+/// Runs the instrumented `exe` once per argument, run `i` writing its raw profile beside it
+/// as `<exe's name>-<i>.profraw`.
 pub fn raw_profiles_of_runs(exe: &Path, args: &[&str]) -> Vec<PathBuf> {
+    let name = exe.file_name().unwrap().to_string_lossy();
     (args.iter().enumerate())
         .map(|(i, arg)| {
-            let raw = PathBuf::from(format!("{}-{i}.profraw", exe.display()));
+            let raw = exe.with_file_name(format!("{name}-{i}.profraw"));
             run_ok(Command::new(exe).arg(arg).env("LLVM_PROFILE_FILE", &raw));
             raw
         })
