@@ -426,8 +426,8 @@ pub fn output_paths(
 struct Summary {
     stats: engine::perf::aggregate::SampleStats,
     bytes: u64,
-    /// Per binary: its path, processes, what its profile holds, and its output.
-    binaries: Vec<(PathBuf, usize, String, PathBuf)>,
+    /// A line per binary: its processes, what its profile holds, and its output.
+    binaries: Vec<String>,
 }
 
 impl Summary {
@@ -439,7 +439,13 @@ impl Summary {
             } else {
                 format!("{} traces", p.traces.len())
             };
-            (b.path.clone(), p.pids, what, o.clone())
+            let processes = if p.pids == 1 { "process" } else { "processes" };
+            format!(
+                "profmill: {}: {} {processes}, {what} → {}",
+                b.path.display(),
+                p.pids,
+                o.display()
+            )
         });
         Summary {
             stats: r.stats,
@@ -456,13 +462,8 @@ impl Summary {
             "profmill: read {} samples ({} with branch stacks, {} entries, {} kernel entries dropped) from {:.1} MB in {:.2} s ({:.0} MB/s)",
             s.samples, s.samples_with_branches, s.branch_entries, s.kernel_entries, mb, secs, mb / secs.max(1e-9)
         );
-        for (binary, pids, what, output) in &self.binaries {
-            let processes = if *pids == 1 { "process" } else { "processes" };
-            eprintln!(
-                "profmill: {}: {pids} {processes}, {what} → {}",
-                binary.display(),
-                output.display()
-            );
+        for line in &self.binaries {
+            eprintln!("{line}");
         }
     }
 }
