@@ -357,7 +357,7 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
         &m.weighted,
         m.input_files.as_deref(),
         Stdin::Read,
-        "llvm-profdata",
+        "llvm-profdata merge -help",
     )?)
 }
 

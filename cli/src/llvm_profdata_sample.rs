@@ -255,7 +255,7 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
         &m.weighted,
         m.input_files.as_deref(),
         stdin,
-        "llvm-profdata",
+        "llvm-profdata merge -help",
     )?;
     Ok(inputs
         .into_iter()

@@ -124,7 +124,7 @@ pub fn merge(args: MergeArgs) -> Result<(), Box<dyn std::error::Error>> {
         &args.weighted,
         args.input_files.as_deref(),
         Stdin::Refused("reading a profile from standard input is not supported"),
-        "profmill",
+        "profmill merge --help",
     )?
     .into_iter()
     .map(|i| Input {
@@ -165,7 +165,20 @@ pub fn show(args: ShowArgs) -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
-    let profile = sampleprof::read(&args.input)?;
+    let profile = sampleprof::read(&args.input).map_err(|e| -> Box<dyn std::error::Error> {
+        match e {
+            // Without `--sample` the input may have been meant as either kind: name both.
+            sampleprof::Error::Format {
+                source: formats::sampleprof::Error::UnrecognizedFormat,
+                ..
+            } if !args.sample => format!(
+                "{}: neither a profile store (`PMSTORE` magic) nor a sample profile in an encoding this tool reads",
+                args.input.display()
+            )
+            .into(),
+            e => e.into(),
+        }
+    })?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     sampleprof::write_to(&profile, OutputFormat::Text, &mut out)?;

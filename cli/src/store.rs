@@ -156,7 +156,7 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
         m.weighted,
         m.list,
         Stdin::Refused("stores are read from files, not from standard input"),
-        "profmill",
+        "profmill merge --help",
     )?;
     crate::without_huge_pages();
     crate::keep_freed_memory();

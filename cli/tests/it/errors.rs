@@ -460,6 +460,35 @@ fn script_refuses_fields_it_does_not_print() {
     }
 }
 
+/// A merge without inputs points at the help as each command spells it: clap's `--help` for
+/// profmill's own `merge`, LLVM's `-help` for the `llvm-profdata` drop-in.
+#[test]
+fn a_merge_without_inputs_points_at_the_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (command, hint) in [
+        (&["merge"][..], "See profmill merge --help"),
+        (&["merge", "--sample"][..], "See profmill merge --help"),
+        (
+            &["llvm-profdata", "merge"][..],
+            "See llvm-profdata merge -help",
+        ),
+    ] {
+        let failed = profmill()
+            .args(command)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(
+            !failed.status.success() && stderr.contains(hint) && !out.exists(),
+            "{command:?}: {stderr}"
+        );
+    }
+    run_ok(profmill().args(["merge", "--help"]));
+}
+
 /// A directory or a device where a capture or a binary belongs, and an empty or file-mode
 /// capture on standard input, are named for what they are (not `No such device (os error 19)`
 /// or `failed to fill whole buffer`).

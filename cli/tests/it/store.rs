@@ -557,6 +557,29 @@ fn a_corrupt_store_is_refused_and_leaves_the_output_alone() {
         "the error names the file and offset: {message}"
     );
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous output");
+    // A store cut short (a copy still in flight) is called that, not "not a store".
+    let cut = d.join("cut.pms");
+    std::fs::write(&cut, &std::fs::read(&store).unwrap()[..middle]).unwrap();
+    let failed = profmill()
+        .args(["merge"])
+        .arg(&cut)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let message = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success() && message.contains("cut.pms") && message.contains("truncated"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous output");
+    // `show` of a file that is neither a store nor a sample profile names both.
+    let failed = profmill().arg("show").arg(&capture).output().unwrap();
+    let message = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success() && message.contains("neither a profile store"),
+        "{message}"
+    );
     let exported = d.join("x.preagg");
     let failed = profmill()
         .arg("export")

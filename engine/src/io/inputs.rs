@@ -43,7 +43,7 @@ pub enum InputsError {
         /// The operating system's error.
         source: std::io::Error,
     },
-    /// Nothing to merge (`tool` names the command for the hint).
+    /// Nothing to merge (the command line that shows the command's help, for the hint).
     NoInputs(&'static str),
 }
 
@@ -54,9 +54,7 @@ impl fmt::Display for InputsError {
             InputsError::Missing(p) => write!(f, "{}: No such file or directory", p.display()),
             InputsError::Stdin(why) => f.write_str(why),
             InputsError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            InputsError::NoInputs(tool) => {
-                write!(f, "no input files specified. See {tool} merge -help")
-            }
+            InputsError::NoInputs(help) => write!(f, "no input files specified. See {help}"),
         }
     }
 }
@@ -139,14 +137,15 @@ fn add_directory(
 
 /// The inputs of a merge in llvm-profdata's order, so that errors come in its order too:
 /// positional files (weight 1), `weighted` `W,FILE` entries, then the lines of the `list`
-/// file (`#` comments skipped, `W,FILE` or `FILE`). `tool` names the command in the hint
-/// when nothing is left.
+/// file (`#` comments skipped, `W,FILE` or `FILE`). `help` is the command line that shows
+/// the command's help, for the hint when nothing is left (`llvm-profdata merge -help` in
+/// LLVM's message).
 pub fn collect_weighted_inputs(
     positional: &[String],
     weighted: &[String],
     list: Option<&str>,
     stdin: Stdin,
-    tool: &'static str,
+    help: &'static str,
 ) -> Result<Vec<WeightedInput>, InputsError> {
     let mut inputs = Vec::new();
     let mut add = |file: &str, weight| add_input(&mut inputs, Path::new(file), weight, stdin);
@@ -176,7 +175,7 @@ pub fn collect_weighted_inputs(
         }
     }
     if inputs.is_empty() {
-        return Err(InputsError::NoInputs(tool));
+        return Err(InputsError::NoInputs(help));
     }
     Ok(inputs)
 }

@@ -179,8 +179,11 @@ pub struct StoreError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreErrorKind {
-    /// The file does not start (or end) with the store's magic.
+    /// The file does not start with the store's magic.
     NotAStore,
+    /// The file starts as a store but does not end with the store's trailer: it was cut
+    /// short, or its writer has not finished it.
+    NoTrailer,
     /// Written by a newer profmill.
     NewerVersion(u32),
     /// A version before the first release (its tables mean something else).
@@ -203,6 +206,9 @@ impl fmt::Display for StoreErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StoreErrorKind::NotAStore => f.write_str("not a profmill store (bad magic)"),
+            StoreErrorKind::NoTrailer => f.write_str(
+                "the store's trailer (`PMSTEND`) is missing: the file is truncated or was not completely written",
+            ),
             StoreErrorKind::NewerVersion(v) => write!(
                 f,
                 "store format version {v} was written by a newer profmill; this one reads version {VERSION}"

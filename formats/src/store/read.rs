@@ -141,17 +141,18 @@ pub fn parse_header(bytes: &[u8]) -> Result<u32, StoreError> {
     Ok(version)
 }
 
-/// Checks the last 32 bytes of a `file_len`-byte store; returns where its table of contents
-/// is: (offset, length in bytes, checksum).
+/// Checks the last 32 bytes of a `file_len`-byte store whose header [`parse_header`] accepted;
+/// returns where its table of contents is: (offset, length in bytes, checksum).
 pub fn parse_trailer(bytes: &[u8], file_len: u64) -> Result<(u64, u64, u64), StoreError> {
     let at = file_len.saturating_sub(TRAILER_SIZE);
+    // The header is a store's, so a missing end is a cut or unfinished file.
     if file_len < HEADER_SIZE + TRAILER_SIZE {
-        return Err(file_error(at, StoreErrorKind::NotAStore));
+        return Err(file_error(at, StoreErrorKind::NoTrailer));
     }
     let trailer =
-        Trailer::read_from_bytes(bytes).map_err(|_| file_error(at, StoreErrorKind::NotAStore))?;
+        Trailer::read_from_bytes(bytes).map_err(|_| file_error(at, StoreErrorKind::NoTrailer))?;
     if trailer.magic != END_MAGIC {
-        return Err(file_error(at + 24, StoreErrorKind::NotAStore));
+        return Err(file_error(at + 24, StoreErrorKind::NoTrailer));
     }
     let entry = std::mem::size_of::<TocEntry>() as u64;
     let offset = trailer.toc_offset.get();
