@@ -115,10 +115,10 @@ pub fn import(args: ImportArgs) -> Result<(), BoxError> {
         eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");
     }
     eprintln!(
-        "profmill: imported {} rows from {} Parquet files ({} binaries) into {}",
+        "profmill: imported {} rows from {} ({}) into {}",
         report.rows,
-        report.files,
-        report.binaries,
+        counted(report.files as u64, "Parquet file", "Parquet files"),
+        counted(report.binaries as u64, "binary", "binaries"),
         args.output.display()
     );
     Ok(())
@@ -167,12 +167,17 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
         eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");
     }
     eprintln!(
-        "profmill: merged {} stores ({} binaries) into {}",
-        inputs.len(),
-        report.binaries,
+        "profmill: merged {} ({}) into {}",
+        counted(inputs.len() as u64, "store", "stores"),
+        counted(report.binaries as u64, "binary", "binaries"),
         m.output.display()
     );
     Ok(())
+}
+
+/// `n` and the noun in its number: "1 binary", "2 binaries".
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Whether `path` is a profile store (by its magic).

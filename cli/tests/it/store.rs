@@ -506,6 +506,13 @@ fn merging_is_independent_of_order_grouping_and_repetition() {
     let weighted = format!("3,{}", a.display());
     profmill_ok(&[&"merge", &b, &"-w", &weighted, &"-o", &out]);
     assert_eq!(std::fs::read(&out).unwrap(), repeated, "-w 3,FILE");
+    // The summary counts in the nouns' number.
+    let said = profmill_ok(&[&"merge", &a, &"-o", &out]).stderr;
+    let said = String::from_utf8(said).unwrap();
+    assert!(said.contains("merged 1 store (1 binary) into"), "{said}");
+    let said = profmill_ok(&[&"merge", &a, &b, &"-o", &out]).stderr;
+    let said = String::from_utf8(said).unwrap();
+    assert!(said.contains("merged 2 stores (2 binaries) into"), "{said}");
     // Two binaries in one store, and `show` lists both.
     let shown = String::from_utf8(profmill_ok(&[&"show", &d.join("flat.pms")]).stdout).unwrap();
     assert!(
