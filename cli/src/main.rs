@@ -132,8 +132,8 @@ enum Command {
     Merge(sampleprof::MergeArgs),
     /// Summarize a profile store, or print a sample profile as LLVM text.
     Show(sampleprof::ShowArgs),
-    /// Write binaries' profiles from a profile store as preagg, preagg-legacy or fdata, or the
-    /// whole store as Parquet rows.
+    /// Write binaries' profiles from a profile store as preagg, preagg-legacy, fdata or YAML, or
+    /// the whole store as Parquet rows.
     Export(store::ExportArgs),
     /// Read Parquet profile rows (files or directories, e.g. a Spark merge's output) into a store.
     Import(store::ImportArgs),

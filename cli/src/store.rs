@@ -55,7 +55,8 @@ pub fn export_binaries(
 ) -> Result<(), BoxError> {
     if format == Format::Store {
         return Err(
-            "export writes preagg, preagg-legacy, fdata or parquet; `merge` writes stores".into(),
+            "export writes preagg, preagg-legacy, fdata, yaml or parquet; `merge` writes stores"
+                .into(),
         );
     }
     if format == Format::Parquet {

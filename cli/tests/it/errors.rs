@@ -489,6 +489,35 @@ fn a_merge_without_inputs_points_at_the_help() {
     run_ok(profmill().args(["merge", "--help"]));
 }
 
+/// `export --format store` is refused with the formats export writes, and writes nothing.
+#[test]
+fn export_names_the_formats_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(shared_perf("autofdo-propeller_sample_1.perf.data"))
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let out = dir.path().join("again.pms");
+    let failed = profmill()
+        .arg("export")
+        .arg(&store)
+        .args(["--format", "store", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        !failed.status.success()
+            && stderr.contains("preagg, preagg-legacy, fdata, yaml or parquet")
+            && !out.exists(),
+        "{stderr}"
+    );
+}
+
 /// A directory or a device where a capture or a binary belongs, and an empty or file-mode
 /// capture on standard input, are named for what they are (not `No such device (os error 19)`
 /// or `failed to fill whole buffer`).
