@@ -5,7 +5,10 @@
 use hashbrown::HashMap;
 
 use formats::bytes::{Endian, Reader};
-use gimli::{BaseAddresses, CieOrFde, EhFrame, LittleEndian, Pointer, UnwindSection};
+use gimli::{
+    BaseAddresses, CieOrFde, EhFrame, EndianSlice, FrameDescriptionEntry, LittleEndian, Pointer,
+    UnwindSection,
+};
 use object::{Object, ObjectSection};
 
 /// Landing-pad addresses keyed by the start address of the function (FDE) they belong to.
@@ -33,12 +36,6 @@ pub struct CallSite {
 /// address of its FDE, in table order.
 pub fn call_sites(file: &object::File) -> HashMap<u64, Vec<CallSite>> {
     let mut pads: HashMap<u64, Vec<CallSite>> = HashMap::new();
-    let Some(eh_frame) = file.section_by_name(".eh_frame") else {
-        return pads;
-    };
-    let Ok(eh_data) = eh_frame.data() else {
-        return pads;
-    };
     // An LSDA is read wherever it lies, as BOLT does: a BOLTed binary's unchanged functions keep
     // theirs in `.bolt.org.gcc_except_table`, the original table renamed.
     let tables: Vec<(u64, &[u8])> = file
@@ -52,6 +49,34 @@ pub fn call_sites(file: &object::File) -> HashMap<u64, Vec<CallSite>> {
             data.get(offset..).filter(|rest| !rest.is_empty())
         })
     };
+    for_each_fde(file, |fde| {
+        let Some(Pointer::Direct(lsda)) = fde.lsda() else {
+            return;
+        };
+        let start = fde.initial_address();
+        let Some(table) = lsda_bytes(lsda) else {
+            return;
+        };
+        let found = call_site_pads(table, start).unwrap_or_default();
+        if !found.is_empty() {
+            pads.entry(start).or_default().extend(found);
+        }
+    });
+    pads
+}
+
+/// Calls `f` with every FDE of `.eh_frame` that parses, in section order: entries that do not
+/// parse are skipped, and the walk ends at the first that cannot be framed.
+fn for_each_fde<'data>(
+    file: &object::File<'data>,
+    mut f: impl FnMut(&FrameDescriptionEntry<EndianSlice<'data, LittleEndian>>),
+) {
+    let Some(eh_frame) = file.section_by_name(".eh_frame") else {
+        return;
+    };
+    let Ok(eh_data) = eh_frame.data() else {
+        return;
+    };
     let section = EhFrame::new(eh_data, LittleEndian);
     let mut bases = BaseAddresses::default().set_eh_frame(eh_frame.address());
     if let Some(text) = file.section_by_name(".text") {
@@ -62,22 +87,10 @@ pub fn call_sites(file: &object::File) -> HashMap<u64, Vec<CallSite>> {
         let CieOrFde::Fde(partial) = entry else {
             continue;
         };
-        let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) else {
-            continue;
-        };
-        let Some(Pointer::Direct(lsda)) = fde.lsda() else {
-            continue;
-        };
-        let start = fde.initial_address();
-        let Some(table) = lsda_bytes(lsda) else {
-            continue;
-        };
-        let found = call_site_pads(table, start).unwrap_or_default();
-        if !found.is_empty() {
-            pads.entry(start).or_default().extend(found);
+        if let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) {
+            f(&fde);
         }
     }
-    pads
 }
 
 /// The call sites with landing pads of one LSDA (header, then the call-site table).
@@ -134,26 +147,7 @@ fn encoded(r: &mut Reader<'_>, encoding: u8) -> Option<u64> {
 /// skipped.
 pub fn fde_ranges(file: &object::File) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
-    let Some(eh_frame) = file.section_by_name(".eh_frame") else {
-        return out;
-    };
-    let Ok(eh_data) = eh_frame.data() else {
-        return out;
-    };
-    let section = EhFrame::new(eh_data, LittleEndian);
-    let mut bases = BaseAddresses::default().set_eh_frame(eh_frame.address());
-    if let Some(text) = file.section_by_name(".text") {
-        bases = bases.set_text(text.address());
-    }
-    let mut entries = section.entries(&bases);
-    while let Ok(Some(entry)) = entries.next() {
-        let CieOrFde::Fde(partial) = entry else {
-            continue;
-        };
-        if let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) {
-            out.push((fde.initial_address(), fde.len()));
-        }
-    }
+    for_each_fde(file, |fde| out.push((fde.initial_address(), fde.len())));
     out
 }
 
