@@ -796,10 +796,7 @@ fn add_symbol_entries(file: &object::File, functions: &mut [Function], code: &[C
     symbols.sort_unstable();
     let starts: Vec<u64> = functions.iter().map(|f| f.address).collect();
     for (i, f) in functions.iter_mut().enumerate() {
-        let section_end = code
-            .iter()
-            .find(|(s, n, _, _)| f.address >= *s && f.address < s + n)
-            .map_or(f.address + f.size, |(s, n, _, _)| s + n);
+        let section_end = section_end(code, f);
         let next = starts.get(i + 1).copied().unwrap_or(u64::MAX);
         let first = symbols.partition_point(|&(a, ..)| a <= f.address);
         for &(addr, anywhere, inside_only) in &symbols[first..] {
@@ -817,14 +814,18 @@ fn add_symbol_entries(file: &object::File, functions: &mut [Function], code: &[C
     }
 }
 
+/// The end of the code section holding `f`'s start (its own end when none holds it).
+fn section_end(code: &[CodeSection], f: &Function) -> u64 {
+    code.iter()
+        .find(|(s, n, _, _)| f.address >= *s && f.address < s + n)
+        .map_or(f.address + f.size, |(s, n, _, _)| s + n)
+}
+
 /// Max size: up to the next function or the end of the section; a 0-size symbol takes it all.
 fn assign_max_ends(functions: &mut [Function], code: &[CodeSection]) {
     let starts: Vec<u64> = functions.iter().map(|f| f.address).collect();
     for (i, f) in functions.iter_mut().enumerate() {
-        let section_end = code
-            .iter()
-            .find(|(s, n, _, _)| f.address >= *s && f.address < s + n)
-            .map_or(f.address + f.size, |(s, n, _, _)| s + n);
+        let section_end = section_end(code, f);
         let next = starts.get(i + 1).copied().unwrap_or(u64::MAX);
         f.max_end = next.min(section_end).max(f.address + 1);
         if f.size == 0 || f.address + f.size > f.max_end {
