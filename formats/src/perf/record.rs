@@ -154,17 +154,7 @@ pub enum Mmap2Extra<'a> {
 impl<'a> Mmap<'a> {
     /// Parses the body of an MMAP record (`body` excludes the header, includes any trailer).
     pub fn parse_mmap(body: Bytes<'a>, misc: u16, trailer: usize) -> Option<Mmap<'a>> {
-        let name = body.sub(32, body.len().checked_sub(32 + trailer)?)?;
-        Some(Mmap {
-            pid: body.u32(0)?,
-            tid: body.u32(4)?,
-            addr: body.u64(8)?,
-            len: body.u64(16)?,
-            pgoff: body.u64(24)?,
-            mmap2: None,
-            filename: name.c_str(0)?,
-            cpumode: misc & misc::CPUMODE_MASK,
-        })
+        Self::parse_common(body, misc, trailer, 32, None)
     }
 
     /// Parses the body of an MMAP2 record.
@@ -188,14 +178,25 @@ impl<'a> Mmap<'a> {
                 flags,
             }
         };
-        let name = body.sub(64, body.len().checked_sub(64 + trailer)?)?;
+        Self::parse_common(body, misc, trailer, 64, Some(extra))
+    }
+
+    /// The fields both records share, with the file name at `name_at` up to the trailer.
+    fn parse_common(
+        body: Bytes<'a>,
+        misc: u16,
+        trailer: usize,
+        name_at: usize,
+        mmap2: Option<Mmap2Extra<'a>>,
+    ) -> Option<Mmap<'a>> {
+        let name = body.sub(name_at, body.len().checked_sub(name_at + trailer)?)?;
         Some(Mmap {
             pid: body.u32(0)?,
             tid: body.u32(4)?,
             addr: body.u64(8)?,
             len: body.u64(16)?,
             pgoff: body.u64(24)?,
-            mmap2: Some(extra),
+            mmap2,
             filename: name.c_str(0)?,
             cpumode: misc & misc::CPUMODE_MASK,
         })
