@@ -211,6 +211,11 @@ fn uniform_counters_are_refused_after_their_pointers_are_checked() {
 /// 2 counters 55 and 65, 2 uniform counters 5 and 6), uniform counters 88 bytes after the data
 /// record, the record's `UniformCounterPtr` being the only difference between the three files.
 fn upstream_case(uniform_counter_ptr: u64) -> Vec<u8> {
+    case_with_pointers(0x48, uniform_counter_ptr)
+}
+
+/// [`upstream_case`] with the record's `CounterPtr` too.
+fn case_with_pointers(counter_ptr: u64, uniform_counter_ptr: u64) -> Vec<u8> {
     let mut o = Out {
         bytes: Vec::new(),
         big: false,
@@ -224,7 +229,7 @@ fn upstream_case(uniform_counter_ptr: u64) -> Vec<u8> {
     let record = [
         md5_low("bar"),
         2,
-        0x48,
+        counter_ptr,
         uniform_counter_ptr,
         0x58,
         0,
@@ -264,6 +269,22 @@ fn the_upstream_malformed_uniform_counter_files_are_rejected_as_llvm_does() {
             err.to_string(),
             format!("malformed instrumentation profile data: {message} (at byte offset 152)")
         );
+    }
+    // The same checks of the counters, with their own words (LLVM's `readRawCounts`).
+    let cases = [
+        (0x47, "counter offset -1 is negative"),
+        (
+            0x58,
+            "counter offset 16 is greater than the maximum counter offset 15",
+        ),
+        (
+            0x50,
+            "number of counters 2 is greater than the maximum number of counters 1",
+        ),
+    ];
+    for (ptr, message) in cases {
+        let err = read(&case_with_pointers(ptr, 0x58)).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Malformed(message.into()), "{err}");
     }
     // The well-formed variant gets past the checks, to the refusal.
     let err = read(&upstream_case(0x58)).unwrap_err();

@@ -510,32 +510,13 @@ impl<'a> RawReader<'a> {
         }
         let offset = d.counter_ptr.wrapping_sub(ctx.counters_delta) as i64;
         let section_len = (s.counters_end - s.counters) as i64;
-        if offset < 0 {
-            return Err(Error::malformed(
-                at,
-                format!("counter offset {offset} is negative"),
-            ));
-        }
-        if offset >= section_len {
-            return Err(Error::malformed(
-                at,
-                format!(
-                    "counter offset {offset} is greater than the maximum counter offset {}",
-                    section_len - 1
-                ),
-            ));
-        }
-        let max = (section_len - offset) as u64 / counter_size as u64;
-        if u64::from(d.num_counters) > max {
-            return Err(Error::malformed(
-                at,
-                format!(
-                    "number of counters {} is greater than the maximum number of counters {max}",
-                    d.num_counters
-                ),
-            ));
-        }
-        let base = s.counters + offset as usize;
+        let extent = Extent {
+            what: "counter",
+            items: "counters",
+            item_size: counter_size as u64,
+        };
+        let offset = extent.check(at, offset, section_len, u64::from(d.num_counters))?;
+        let base = s.counters + offset;
         counts.reserve(d.num_counters as usize);
         if !ctx.temporal && !ctx.byte_coverage {
             return self.read_u64_counts(base, d.num_counters as usize, name, counts);
@@ -620,34 +601,57 @@ impl<'a> RawReader<'a> {
         }
         let offset = d.bitmap_ptr.wrapping_sub(ctx.bitmap_delta) as i64;
         let section_len = (s.bitmap_end - s.bitmap) as i64;
+        let extent = Extent {
+            what: "bitmap",
+            items: "bitmap bytes",
+            item_size: 1,
+        };
+        let offset = extent.check(at, offset, section_len, u64::from(d.num_bitmap_bytes))?;
+        let base = s.bitmap + offset;
+        bitmap.extend_from_slice(&self.bytes.data[base..base + d.num_bitmap_bytes as usize]);
+        Ok(())
+    }
+}
+
+/// Where a record's items lie in one of the profile's sections, for LLVM's checks and messages:
+/// `what` names the offset ("counter offset …"), `items` the count ("number of counters …").
+struct Extent {
+    what: &'static str,
+    items: &'static str,
+    item_size: u64,
+}
+
+impl Extent {
+    /// Checks that `count` items at `offset` (the record's pointer less the section's delta)
+    /// lie inside a section of `section_len` bytes; returns the offset.
+    fn check(&self, at: usize, offset: i64, section_len: i64, count: u64) -> Result<usize> {
+        let what = self.what;
         if offset < 0 {
             return Err(Error::malformed(
                 at,
-                format!("bitmap offset {offset} is negative"),
+                format!("{what} offset {offset} is negative"),
             ));
         }
         if offset >= section_len {
             return Err(Error::malformed(
                 at,
                 format!(
-                    "bitmap offset {offset} is greater than the maximum bitmap offset {}",
+                    "{what} offset {offset} is greater than the maximum {what} offset {}",
                     section_len - 1
                 ),
             ));
         }
-        let max = (section_len - offset) as u64;
-        if u64::from(d.num_bitmap_bytes) > max {
+        let max = (section_len - offset) as u64 / self.item_size;
+        if count > max {
+            let items = self.items;
             return Err(Error::malformed(
                 at,
                 format!(
-                    "number of bitmap bytes {} is greater than the maximum number of bitmap bytes {max}",
-                    d.num_bitmap_bytes
+                    "number of {items} {count} is greater than the maximum number of {items} {max}"
                 ),
             ));
         }
-        let base = s.bitmap + offset as usize;
-        bitmap.extend_from_slice(&self.bytes.data[base..base + d.num_bitmap_bytes as usize]);
-        Ok(())
+        Ok(offset as usize)
     }
 }
 
@@ -667,31 +671,12 @@ fn check_uniform_counters(
     let offset = d
         .uniform_counter_ptr
         .wrapping_sub(ctx.uniform_counters_delta) as i64;
-    if offset < 0 {
-        return Err(Error::malformed(
-            at,
-            format!("uniform counter offset {offset} is negative"),
-        ));
-    }
-    if offset >= section_len {
-        return Err(Error::malformed(
-            at,
-            format!(
-                "uniform counter offset {offset} is greater than the maximum uniform counter offset {}",
-                section_len - 1
-            ),
-        ));
-    }
-    let max = (section_len - offset) as u64 / 8;
-    if u64::from(d.num_counters) > max {
-        return Err(Error::malformed(
-            at,
-            format!(
-                "number of uniform counters {} is greater than the maximum number of uniform counters {max}",
-                d.num_counters
-            ),
-        ));
-    }
+    let extent = Extent {
+        what: "uniform counter",
+        items: "uniform counters",
+        item_size: 8,
+    };
+    extent.check(at, offset, section_len, u64::from(d.num_counters))?;
     Err(Error::at_byte(
         at,
         ErrorKind::UnsupportedFeature(format!(
