@@ -3,59 +3,13 @@
 
 use std::path::PathBuf;
 
+use crate::sampleprof::SampleFormat;
 use clap::{Args as ClapArgs, ValueEnum};
 use engine::autofdo::{self, Style};
 use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
-use engine::sampleprof::OutputFormat;
 use formats::sampleprof::binary::ExtBinaryOptions;
-use formats::sampleprof::gcov::Version;
-use formats::sampleprof::gcov_v4 as v4;
 
 type BoxError = Box<dyn std::error::Error>;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Text,
-    Extbinary,
-    Binary,
-    /// GCC AutoFDO gcov, the `407*` flavour LLVM reads (what create_gcov writes by default).
-    Gcov,
-    /// GCC AutoFDO gcov version 1 (GCC 5-11).
-    GcovV1,
-    /// GCC AutoFDO gcov version 2 (GCC 12-15).
-    GcovV2,
-    /// GCC AutoFDO gcov version 3 (GCC 16).
-    GcovV3,
-    /// AutoFDO GCOV v4 (the proposal), binary.
-    GcovV4,
-    /// AutoFDO GCOV v4, compact (varint) binary.
-    GcovV4Compact,
-    /// AutoFDO GCOV v4, text.
-    GcovV4Text,
-}
-
-impl Format {
-    /// The encoding to write.
-    fn output(self) -> OutputFormat {
-        match self {
-            Format::Text => OutputFormat::Text,
-            Format::Binary => OutputFormat::Binary,
-            Format::Extbinary => OutputFormat::ExtBinary(ExtBinaryOptions::default()),
-            Format::Gcov => OutputFormat::Gcov(Version::V407),
-            Format::GcovV1 => OutputFormat::Gcov(Version::V1),
-            Format::GcovV2 => OutputFormat::Gcov(Version::V2),
-            Format::GcovV3 => OutputFormat::Gcov(Version::V3),
-            Format::GcovV4 => OutputFormat::GcovV4(v4::Encoding::Binary),
-            Format::GcovV4Compact => OutputFormat::GcovV4(v4::Encoding::Compact),
-            Format::GcovV4Text => OutputFormat::GcovV4(v4::Encoding::Text),
-        }
-    }
-
-    /// A format for GCC (`-fauto-profile`): with `--style autofdo`, create_gcov's conversion.
-    fn is_gcc(self) -> bool {
-        !matches!(self, Format::Text | Format::Binary | Format::Extbinary)
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StyleArg {
@@ -79,7 +33,7 @@ pub struct Args {
     pub(crate) output: PathBuf,
     /// Output encoding.
     #[arg(long, value_enum, default_value = "extbinary")]
-    pub(crate) format: Format,
+    pub(crate) format: SampleFormat,
     /// Whose conversion rules to follow.
     #[arg(long, value_enum, default_value = "llvm-profgen")]
     pub(crate) style: StyleArg,
@@ -136,7 +90,10 @@ pub fn run(args: Args) -> Result<(), BoxError> {
         "profmill: {} ranges ({} samples × bytes), {} branches, {} functions",
         report.ranges, report.total_count, report.branches, report.functions
     );
-    profile.write(args.format.output(), &args.output)?;
+    profile.write(
+        args.format.output(ExtBinaryOptions::default()),
+        &args.output,
+    )?;
     Ok(())
 }
 

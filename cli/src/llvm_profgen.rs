@@ -4,8 +4,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::autofdo::{Args, Format, StyleArg};
+use crate::autofdo::{Args, StyleArg};
 use crate::llvm_cl::{Opt, Tool};
+use crate::sampleprof::SampleFormat;
 
 const OPTIONS: &[Opt] = &[
     Opt::value(&["binary"], "<string>", "Path of profiled executable binary."),
@@ -45,7 +46,7 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
     };
     let (mut binary, mut perfdata, mut output) = (PathBuf::new(), PathBuf::new(), PathBuf::new());
     // llvm-profgen's default output format is extbinary.
-    let mut format = Format::Extbinary;
+    let mut format = SampleFormat::Extbinary;
     let mut ip_samples = false;
     for opt in &parsed.options {
         match opt.name {
@@ -55,10 +56,10 @@ pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
             "leading-ip-only" => ip_samples = opt.on(),
             "format" => {
                 format = match opt.text() {
-                    "text" => Format::Text,
-                    "binary" => Format::Binary,
-                    "extbinary" => Format::Extbinary,
-                    "gcc" => Format::Gcov,
+                    "text" => SampleFormat::Text,
+                    "binary" => SampleFormat::Binary,
+                    "extbinary" => SampleFormat::Extbinary,
+                    "gcc" => SampleFormat::Gcov,
                     other => return Err(format!("llvm-profgen: unknown --format={other}").into()),
                 }
             }

@@ -11,29 +11,58 @@ use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
 use formats::sampleprof::gcov_v4 as v4;
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum To {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SampleFormat {
     Text,
     Binary,
     Extbinary,
-    /// GCC AutoFDO gcov, the `407*` flavour LLVM reads.
+    /// GCC AutoFDO gcov, the `407*` flavour LLVM reads (what create_gcov writes by default).
     Gcov,
+    /// GCC AutoFDO gcov version 1 (GCC 5-11).
     GcovV1,
+    /// GCC AutoFDO gcov version 2 (GCC 12-15).
     GcovV2,
+    /// GCC AutoFDO gcov version 3 (GCC 16).
     GcovV3,
-    /// AutoFDO GCOV v4, binary (normal mode).
+    /// AutoFDO GCOV v4 (the proposal), binary (normal mode).
     GcovV4,
     /// AutoFDO GCOV v4, binary in compact (varint) mode.
     GcovV4Compact,
-    /// AutoFDO GCOV v4, textual format.
+    /// AutoFDO GCOV v4, text.
     GcovV4Text,
+}
+
+impl SampleFormat {
+    /// The encoding to write; `extbinary` says how, for ExtBinary.
+    pub(crate) fn output(self, extbinary: ExtBinaryOptions) -> OutputFormat {
+        match self {
+            SampleFormat::Text => OutputFormat::Text,
+            SampleFormat::Binary => OutputFormat::Binary,
+            SampleFormat::Extbinary => OutputFormat::ExtBinary(extbinary),
+            SampleFormat::Gcov => OutputFormat::Gcov(Version::V407),
+            SampleFormat::GcovV1 => OutputFormat::Gcov(Version::V1),
+            SampleFormat::GcovV2 => OutputFormat::Gcov(Version::V2),
+            SampleFormat::GcovV3 => OutputFormat::Gcov(Version::V3),
+            SampleFormat::GcovV4 => OutputFormat::GcovV4(v4::Encoding::Binary),
+            SampleFormat::GcovV4Compact => OutputFormat::GcovV4(v4::Encoding::Compact),
+            SampleFormat::GcovV4Text => OutputFormat::GcovV4(v4::Encoding::Text),
+        }
+    }
+
+    /// A format for GCC (`-fauto-profile`) rather than LLVM.
+    pub(crate) fn is_gcc(self) -> bool {
+        !matches!(
+            self,
+            SampleFormat::Text | SampleFormat::Binary | SampleFormat::Extbinary
+        )
+    }
 }
 
 #[derive(Args)]
 pub struct Encoding {
     /// Output encoding.
     #[arg(long = "to", value_enum, default_value = "extbinary")]
-    to: To,
+    to: SampleFormat,
     /// ExtBinary: a fixed-length MD5 name table instead of names.
     #[arg(long)]
     use_md5: bool,
@@ -50,23 +79,12 @@ pub struct Encoding {
 
 impl Encoding {
     fn format(&self) -> OutputFormat {
-        match self.to {
-            To::Text => OutputFormat::Text,
-            To::Binary => OutputFormat::Binary,
-            To::Extbinary => OutputFormat::ExtBinary(ExtBinaryOptions {
-                use_md5: self.use_md5,
-                compress_all: self.compress_all_sections,
-                partial: self.gen_partial_profile,
-                split_layout: self.split_layout,
-            }),
-            To::Gcov => OutputFormat::Gcov(Version::V407),
-            To::GcovV1 => OutputFormat::Gcov(Version::V1),
-            To::GcovV2 => OutputFormat::Gcov(Version::V2),
-            To::GcovV3 => OutputFormat::Gcov(Version::V3),
-            To::GcovV4 => OutputFormat::GcovV4(v4::Encoding::Binary),
-            To::GcovV4Compact => OutputFormat::GcovV4(v4::Encoding::Compact),
-            To::GcovV4Text => OutputFormat::GcovV4(v4::Encoding::Text),
-        }
+        self.to.output(ExtBinaryOptions {
+            use_md5: self.use_md5,
+            compress_all: self.compress_all_sections,
+            partial: self.gen_partial_profile,
+            split_layout: self.split_layout,
+        })
     }
 }
 
