@@ -210,7 +210,9 @@ pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
         )?;
     } else {
         writeln!(out, "captures: {}", meta.captures)?;
-        writeln!(out, "hosts: {}", meta.hosts.join(", "))?;
+        let hosts = meta.hosts.join(", ");
+        let hosts = if hosts.is_empty() { "(none)" } else { &hosts };
+        writeln!(out, "hosts: {hosts}")?;
     }
     for (i, (m, layout)) in store.binaries().iter().enumerate() {
         let build_id: String = m.build_id.iter().map(|b| format!("{b:02x}")).collect();
@@ -252,8 +254,18 @@ pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
                     &build_id
                 }
             )?;
-            writeln!(out, "  events: {}", m.events.join(" "))?;
-            writeln!(out, "  samples: {}, processes: {}", m.samples, m.processes)?;
+            // Only IP-sample (basic) profiles name their events and count their samples: an
+            // LBR profile's counts are its traces'.
+            if m.events.is_empty() {
+                writeln!(out, "  processes: {}", m.processes)?;
+            } else {
+                writeln!(out, "  events: {}", m.events.join(" "))?;
+                writeln!(
+                    out,
+                    "  IP samples: {}, processes: {}",
+                    m.samples, m.processes
+                )?;
+            }
             for (k, rows, bytes) in tables {
                 writeln!(
                     out,

@@ -128,6 +128,13 @@ fn generated_captures_go_through_a_store_unchanged() {
             generate_capture(&capture, &[&binary], 2, 2000, compress, 11);
             assert_store_round_trip(&capture, &binary, &["preagg", "preagg-legacy", "fdata"], d);
         }
+        // An LBR profile's counts are its traces': `show` lists no events or IP samples.
+        let shown = profmill_ok(&[&"show", &d.join("capture.pms")]).stdout;
+        let shown = String::from_utf8(shown).unwrap();
+        assert!(
+            shown.contains("\n  processes: ") && !shown.contains("events:"),
+            "{shown}"
+        );
         // Memory events: one mem-loads sample after every LBR sample.
         let spec = corpus::LbrCaptureSpec {
             mem_loads: Some(corpus::MemLoadSpec {
@@ -186,6 +193,12 @@ fn basic_captures_go_through_a_store_unchanged() {
         return;
     }
     assert_store_round_trip(&capture, &pie, &["preagg", "fdata"], d);
+    let shown = profmill_ok(&[&"show", &d.join("capture.pms")]).stdout;
+    let shown = String::from_utf8(shown).unwrap();
+    assert!(
+        shown.contains("events: cpu-clock") && shown.contains("IP samples: "),
+        "{shown}"
+    );
 }
 
 /// Three captures, each stored, merged, exported as fdata: perf2bolt 22 on each capture

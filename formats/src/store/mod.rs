@@ -141,9 +141,10 @@ pub struct BinaryMeta {
     /// The file name perf recorded (base name).
     pub name: Vec<u8>,
     /// The sampled events' names (as `perf script` prints them), sorted: the events whose
-    /// samples the IP table sums.
+    /// samples the IP table sums. Empty for an LBR profile.
     pub events: Vec<String>,
-    /// Samples that fell in a process mapping this binary.
+    /// IP samples that fell in a process mapping this binary (0 for an LBR profile, whose
+    /// counts are its traces').
     pub samples: u64,
     /// Processes that mapped it (summed over captures).
     pub processes: u64,
