@@ -3,11 +3,12 @@
 
 use std::path::PathBuf;
 
-use crate::sampleprof::SampleFormat;
 use clap::{Args as ClapArgs, ValueEnum};
 use engine::autofdo::{self, Style};
 use engine::perf::{aggregate, BinaryInfo, Input, KernelEntries, Request, Rules, TraceOrder};
 use formats::sampleprof::binary::ExtBinaryOptions;
+
+use crate::sampleprof::SampleFormat;
 
 type BoxError = Box<dyn std::error::Error>;
 
