@@ -8,6 +8,10 @@
 #     pre-aggregated text written by `profmill aggregate` from a generated capture).
 # Crash inputs land in fuzz/artifacts/<target>/; copy each into fuzz/seeds/<target>/ so that
 # the normal tests replay it (formats/tests/it/fuzz_seeds.rs, engine/tests/it/fuzz_seeds.rs).
+# A target that finds something does not stop the others: the script names the targets that
+# failed at the end, and exits 1. libFuzzer's `-timeout` counts wall time, so a run that was
+# paused or starved of CPU reports timeouts that are not; replay the artifact alone
+# (`cargo fuzz run --sanitizer none TARGET ARTIFACT`) before calling it a finding.
 #
 # usage: fuzz/run.sh SECONDS [TARGET...]     (default: every target)
 # env:   FUZZ_MAX_LEN (default 65536), FUZZ_WORK (working corpus, default fuzz/corpus)
@@ -96,10 +100,15 @@ seed_dirs() {
 }
 
 generate
+failed=()
 for target in "${targets[@]}"; do
     dir=$(seed_dirs "$target")
     echo "run.sh: $target for ${seconds}s from $(ls "$dir" | wc -l) inputs" >&2
     (cd "$here" && cargo fuzz run --sanitizer none "$target" "$dir" -- \
         -max_total_time="$seconds" -max_len="${FUZZ_MAX_LEN:-65536}" \
-        -print_final_stats=1 -timeout=20)
+        -print_final_stats=1 -timeout=20) || failed+=("$target")
 done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "run.sh: findings in: ${failed[*]} (see fuzz/artifacts/)" >&2
+    exit 1
+fi
