@@ -439,11 +439,10 @@ impl Summary {
             } else {
                 format!("{} traces", p.traces.len())
             };
-            let processes = if p.pids == 1 { "process" } else { "processes" };
             format!(
-                "profmill: {}: {} {processes}, {what} → {}",
+                "profmill: {}: {}, {what} → {}",
                 b.path.display(),
-                p.pids,
+                crate::counted(p.pids as u64, "process", "processes"),
                 o.display()
             )
         });

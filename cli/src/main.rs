@@ -167,6 +167,11 @@ enum Personality {
     LlvmProfgen,
 }
 
+/// `n` and the noun in its number, for messages: "1 binary", "2 binaries".
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The personality of a program name: its file name is `perf2bolt`, `merge-fdata`,
 /// `llvm-profdata` or `llvm-profgen`, bare or versioned as distributions install them (`perf2bolt-22`,
 /// `llvm-profdata-19`, `merge-fdata-19.1`), optionally with `.exe`.

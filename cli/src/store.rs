@@ -118,8 +118,8 @@ pub fn import(args: ImportArgs) -> Result<(), BoxError> {
     eprintln!(
         "profmill: imported {} rows from {} ({}) into {}",
         report.rows,
-        counted(report.files as u64, "Parquet file", "Parquet files"),
-        counted(report.binaries as u64, "binary", "binaries"),
+        crate::counted(report.files as u64, "Parquet file", "Parquet files"),
+        crate::counted(report.binaries as u64, "binary", "binaries"),
         args.output.display()
     );
     Ok(())
@@ -169,16 +169,11 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
     }
     eprintln!(
         "profmill: merged {} ({}) into {}",
-        counted(inputs.len() as u64, "store", "stores"),
-        counted(report.binaries as u64, "binary", "binaries"),
+        crate::counted(inputs.len() as u64, "store", "stores"),
+        crate::counted(report.binaries as u64, "binary", "binaries"),
         m.output.display()
     );
     Ok(())
-}
-
-/// `n` and the noun in its number: "1 binary", "2 binaries".
-fn counted(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Whether `path` is a profile store (by its magic).

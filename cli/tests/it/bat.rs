@@ -92,6 +92,28 @@ fn sparse_profile(dir: &Path, binary: &Path) -> PathBuf {
 }
 
 /// `profmill perf2bolt BINARY -p INPUT -o OUT EXTRA…`, as sorted lines.
+/// Asserts that `profmill perf2bolt` and perf2bolt 22 write the same fdata lines from `input`
+/// with `extra` options (files named after `tag` in `d`); returns perf2bolt's, sorted.
+fn same_fdata_as_perf2bolt_22(
+    d: &Path,
+    binary: &Path,
+    input: &Path,
+    extra: &[&str],
+    tag: &str,
+    what: &str,
+) -> Vec<String> {
+    let reference = perf2bolt_fdata(
+        PERF2BOLT_22,
+        binary,
+        input,
+        extra,
+        &d.join(format!("{tag}.fdata")),
+    );
+    let ours = our_fdata(binary, input, extra, &d.join(format!("ours-{tag}.fdata")));
+    assert_same_lines(&ours, &reference, what);
+    reference
+}
+
 fn our_fdata(binary: &Path, input: &Path, extra: &[&str], out: &Path) -> Vec<String> {
     let mut cmd = profmill();
     cmd.arg("perf2bolt")
@@ -274,22 +296,12 @@ fn profiles_of_bolted_binaries_equal_perf2bolt() {
     let d = dir.path();
     let compared = for_each_bolted_capture(d, |bolted, capture, what| {
         // Straight from the capture.
-        let reference = perf2bolt_fdata(PERF2BOLT_22, bolted, capture, &[], &d.join("ref.fdata"));
+        let reference = same_fdata_as_perf2bolt_22(d, bolted, capture, &[], "capture", what);
         assert!(reference.iter().any(|l| l == "boltedcollection"), "{what}");
-        let ours = our_fdata(bolted, capture, &[], &d.join("ours.fdata"));
-        assert_same_lines(&ours, &reference, what);
         // Through our pre-aggregated text, read by perf2bolt 22 and by us.
         let preagg = d.join("bolted.preagg");
         profmill_aggregate(capture, bolted, "preagg", &preagg);
-        let reference_pa = perf2bolt_fdata(
-            PERF2BOLT_22,
-            bolted,
-            &preagg,
-            &["--pa"],
-            &d.join("pa.fdata"),
-        );
-        let ours_pa = our_fdata(bolted, &preagg, &["--pa"], &d.join("ours-pa.fdata"));
-        assert_same_lines(&ours_pa, &reference_pa, what);
+        let reference_pa = same_fdata_as_perf2bolt_22(d, bolted, &preagg, &["--pa"], "pa", what);
         // Through a store aggregated without the binary.
         let exported = exported_from_store_without_binary(d, capture, bolted, "fdata");
         assert_same_lines(
@@ -412,15 +424,7 @@ fn basic_capture_equals_perf2bolt(d: &Path, bolted: &Path, what: &str) {
     let Some(capture) = record_basic(d, bolted) else {
         return;
     };
-    let reference = perf2bolt_fdata(
-        PERF2BOLT_22,
-        bolted,
-        &capture,
-        &["-nl"],
-        &d.join("nl.fdata"),
-    );
-    let ours = our_fdata(bolted, &capture, &["-nl"], &d.join("ours-nl.fdata"));
-    assert_same_lines(&ours, &reference, what);
+    same_fdata_as_perf2bolt_22(d, bolted, &capture, &["-nl"], "nl", what);
 }
 
 /// perf2bolt 19 on a BOLTed binary omits fall-throughs that perf2bolt 22, and we, find by walking

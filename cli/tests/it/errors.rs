@@ -1,6 +1,7 @@
 //! Requests that cannot be met fail with a clear message and leave no output behind.
 
 use crate::common::*;
+use crate::store::profmill_error;
 use testsupport::*;
 
 fn aggregate(
@@ -474,15 +475,12 @@ fn a_merge_without_inputs_points_at_the_help() {
             "See llvm-profdata merge -help",
         ),
     ] {
-        let failed = profmill()
-            .args(command)
-            .arg("-o")
-            .arg(&out)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&failed.stderr);
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = command.iter().map(|a| a as _).collect();
+        args.push(&"-o");
+        args.push(&out);
+        let stderr = profmill_error(&args);
         assert!(
-            !failed.status.success() && stderr.contains(hint) && !out.exists(),
+            stderr.contains(hint) && !out.exists(),
             "{command:?}: {stderr}"
         );
     }
@@ -502,18 +500,9 @@ fn export_names_the_formats_it_writes() {
             .arg(&store),
     );
     let out = dir.path().join("again.pms");
-    let failed = profmill()
-        .arg("export")
-        .arg(&store)
-        .args(["--format", "store", "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&failed.stderr);
+    let stderr = profmill_error(&[&"export", &store, &"--format", &"store", &"-o", &out]);
     assert!(
-        !failed.status.success()
-            && stderr.contains("preagg, preagg-legacy, fdata, yaml or parquet")
-            && !out.exists(),
+        stderr.contains("preagg, preagg-legacy, fdata, yaml or parquet") && !out.exists(),
         "{stderr}"
     );
 }

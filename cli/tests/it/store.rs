@@ -40,11 +40,23 @@ pub(crate) fn programs(d: &Path) -> [PathBuf; 2] {
 }
 
 pub(crate) fn profmill_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
+    run_ok(&mut profmill_with(args))
+}
+
+/// Runs profmill with `args`, which must fail; returns what it said on stderr.
+pub(crate) fn profmill_error(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let failed = profmill_with(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&failed.stderr).into_owned();
+    assert!(!failed.status.success(), "succeeded: {stderr}");
+    stderr
+}
+
+fn profmill_with(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Command {
     let mut cmd = profmill();
     for a in args {
         cmd.arg(a);
     }
-    run_ok(&mut cmd)
+    cmd
 }
 
 /// `aggregate CAPTURE -b BINARY --format store -o OUT`.
@@ -562,16 +574,7 @@ fn a_corrupt_store_is_refused_and_leaves_the_output_alone() {
     std::fs::write(&bad, &bytes).unwrap();
     let out = d.join("out.pms");
     std::fs::write(&out, "previous output").unwrap();
-    let failed = profmill()
-        .args(["merge"])
-        .arg(&store)
-        .arg(&bad)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(!failed.status.success());
-    let message = String::from_utf8_lossy(&failed.stderr);
+    let message = profmill_error(&[&"merge", &store, &bad, &"-o", &out]);
     assert!(
         message.contains("bad.pms") && message.contains("byte offset"),
         "the error names the file and offset: {message}"
@@ -580,54 +583,22 @@ fn a_corrupt_store_is_refused_and_leaves_the_output_alone() {
     // A store cut short (a copy still in flight) is called that, not "not a store".
     let cut = d.join("cut.pms");
     std::fs::write(&cut, &std::fs::read(&store).unwrap()[..middle]).unwrap();
-    let failed = profmill()
-        .args(["merge"])
-        .arg(&cut)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let message = String::from_utf8_lossy(&failed.stderr);
+    let message = profmill_error(&[&"merge", &cut, &"-o", &out]);
     assert!(
-        !failed.status.success() && message.contains("cut.pms") && message.contains("truncated"),
+        message.contains("cut.pms") && message.contains("truncated"),
         "{message}"
     );
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous output");
     // `show` of a file that is neither a store nor a sample profile names both.
-    let failed = profmill().arg("show").arg(&capture).output().unwrap();
-    let message = String::from_utf8_lossy(&failed.stderr);
-    assert!(
-        !failed.status.success() && message.contains("neither a profile store"),
-        "{message}"
-    );
+    let message = profmill_error(&[&"show", &capture]);
+    assert!(message.contains("neither a profile store"), "{message}");
     let exported = d.join("x.preagg");
-    let failed = profmill()
-        .arg("export")
-        .arg(&bad)
-        .arg("-b")
-        .arg(&pie)
-        .arg("-o")
-        .arg(&exported)
-        .output()
-        .unwrap();
-    assert!(!failed.status.success());
+    profmill_error(&[&"export", &bad, &"-b", &pie, &"-o", &exported]);
     assert!(!exported.exists());
     // A binary the store does not hold: the error lists what it holds.
     let other = d.join("app-nopie");
-    let failed = profmill()
-        .arg("export")
-        .arg(&store)
-        .arg("-b")
-        .arg(&other)
-        .arg("-o")
-        .arg(&exported)
-        .output()
-        .unwrap();
-    let message = String::from_utf8_lossy(&failed.stderr);
-    assert!(
-        !failed.status.success() && message.contains("app-pie"),
-        "{message}"
-    );
+    let message = profmill_error(&[&"export", &store, &"-b", &other, &"-o", &exported]);
+    assert!(message.contains("app-pie"), "{message}");
 }
 
 /// Stores of `captures` (aggregated without the binary, as a fleet host does), merged and
