@@ -302,7 +302,7 @@ pub fn write_profile(
             )
         }
         Format::PreaggLegacy => {
-            let functions = Functions::from_elf(binary, &std::fs::read(binary)?)?;
+            let functions = Functions::from_elf(binary, &engine::io::input::read(binary)?)?;
             write_atomically(path, |out| write_preagg_legacy(out, &profile, &functions))?
         }
         Format::Fdata => write_fdata(binary, profile, basic, path)?,

@@ -47,7 +47,7 @@ pub fn run(args: Args) -> Result<(), BoxError> {
 
 /// The binary's tables, or an error saying it has none.
 fn load(elf: &Path) -> Result<(Translation, Vec<u8>), BoxError> {
-    let data = std::fs::read(elf).map_err(|e| format!("{}: {e}", elf.display()))?;
+    let data = engine::io::input::read(elf).map_err(|e| format!("{}: {e}", elf.display()))?;
     let translation = Translation::from_elf(elf, &data)?.ok_or_else(|| {
         format!(
             "{}: no {} section (was it written by llvm-bolt --enable-bat?)",

@@ -50,11 +50,13 @@ const MERGE_OPTIONS: &[Opt] = &[
     Opt::flag(&["instr"], "Instrumentation profile (default)"),
     Opt::flag(&["text"], "Text encoding"),
     Opt::flag(&["binary"], "Binary encoding"),
-    Opt::flag(&["extbinary"], "Extensible binary encoding (sample profiles)").refused(),
+    // llvm-profdata writes an indexed profile for `-extbinary` of instrumentation profiles.
+    Opt::flag(&["extbinary"], "Extensible binary encoding"),
     Opt::flag(&["gcc"], "GCC encoding (only meaningful for -sample)").refused(),
-    Opt::flag(&["sample"], "Sample profile").refused(),
+    Opt::flag(&["sample"], "Sample profile"),
     Opt::boolean(&["sparse"], "Generate a sparse profile (only meaningful for -instr)"),
     Opt::boolean(&["write-prev-version"], "Write the previous version of the indexed format"),
+    Opt::boolean(&["dump-input-file-list"], "Dump the list of input files and their weights, then exit"),
     Opt::value(&["function"], "<string>", "Only keep functions matching the filter"),
     Opt::value(&["no-function"], "<string>", "Exclude functions matching the filter"),
     Opt::value(&["remapping-file", "r"], "<file>", "Symbol remapping file"),
@@ -174,8 +176,15 @@ const SHOW_OPTIONS: &[Opt] = &[
     Opt::boolean(&["binary-ids"], "Show binary ids in the profile."),
     Opt::boolean(&["profile-version"], "Show profile version."),
     Opt::boolean(&["showcs"], "Show context sensitive counts"),
+    // Options of sample or memory profiles that llvm-profdata reads and ignores for
+    // instrumentation profiles.
+    Opt::boolean(&["hot-func-list"], "Show profile summary of a list of hot functions"),
+    Opt::boolean(&["show-prof-sym-list"], "Show profile symbol list if it exists in the profile. "),
+    Opt::boolean(&["show-sec-info-only"], "Show the information of each section in the sample profile. The flag is only usable when the sample profile is in extbinary format"),
+    Opt::value(&["profiled-binary"], "<string>", "Path to binary from which the profile was collected."),
+    Opt::value(&["max-debug-info-correlation-warnings"], "<uint>", "The maximum number of warnings to emit when correlating profile from debug info (0 = no limit)"),
     Opt::flag(&["instr"], "Instrumentation profile (default)"),
-    Opt::flag(&["sample"], "Sample profile").refused(),
+    Opt::flag(&["sample"], "Sample profile"),
     Opt::flag(&["memory"], "MemProf memory access profile").refused(),
     Opt::boolean(&["covered"], "Show only the functions that have been executed.").refused(),
     Opt::value(&["value-cutoff"], "<uint>", "Set the count value cutoff. Functions with the maximum count less than this value will not be printed out. (Default is 0)")
@@ -206,7 +215,7 @@ const OVERLAP_OPTIONS: &[Opt] = &[
     Opt::value(&["value-cutoff"], "<ulong>", "Function level overlap information for every function (with calling context for csspgo) in test profile with max count value greater than the parameter value"),
     Opt::boolean(&["cs"], "For context sensitive PGO counts. Does not work with CSSPGO."),
     Opt::flag(&["instr"], "Instrumentation profile (default)"),
-    Opt::flag(&["sample"], "Sample profile").refused(),
+    Opt::flag(&["sample"], "Sample profile"),
     // Only read for sample profiles, silently, as llvm-profdata does.
     Opt::value(&["similarity-cutoff"], "<ulong>", "For sample profiles, list function names (with calling context for csspgo) for overlapped functions with similarities below the cutoff (percentage times 10000)."),
 ];
@@ -238,6 +247,7 @@ struct MergeArgs {
     temporal_limits: TemporalLimits,
     binary_file: Option<String>,
     debug_info: Option<String>,
+    dump_input_file_list: bool,
 }
 
 pub fn run(args: Args) -> Result<(), BoxError> {
@@ -246,6 +256,7 @@ pub fn run(args: Args) -> Result<(), BoxError> {
 
 /// llvm-profdata on `args` (without the program name).
 pub fn run_args(args: Vec<OsString>) -> Result<(), BoxError> {
+    let args = crate::response_files::expand(args)?;
     if let Some(result) = crate::llvm_profdata_sample::dispatch(&args) {
         return result;
     }
@@ -315,8 +326,9 @@ fn parse_merge(args: &[String]) -> Result<Option<MergeArgs>, BoxError> {
             "weighted-input" => m.weighted.push(v.to_string()),
             "input-files" => m.input_files = Some(v.to_string()),
             "text" => m.text = true,
-            "binary" => m.text = false,
-            "instr" => {}
+            "binary" | "extbinary" => m.text = false,
+            "instr" | "sample" => {}
+            "dump-input-file-list" => m.dump_input_file_list = opt.on(),
             "sparse" => m.sparse = opt.on(),
             "write-prev-version" => m.write_prev_version = opt.on(),
             "function" => m.function = v.to_string(),
@@ -363,6 +375,13 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
 
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let inputs = collect_inputs(&m)?;
+    if m.dump_input_file_list {
+        let mut out = std::io::stdout().lock();
+        for i in &inputs {
+            writeln!(out, "{},{}", i.weight, i.path.display())?;
+        }
+        return Ok(());
+    }
     if inputs
         .iter()
         .any(|i| i.path.as_os_str() == engine::io::inputs::STDIN)
@@ -373,7 +392,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     }
     let remapper = match &m.remapping_file {
         Some(file) => {
-            let text = std::fs::read(file).map_err(|e| format!("{file}: {e}"))?;
+            let text = engine::io::input::read(file).map_err(|e| format!("{file}: {e}"))?;
             Some(std::sync::Arc::new(Remapper::parse(&text, file)?))
         }
         None => None,
@@ -386,7 +405,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
             )
         }
         (Some(binary), None) => {
-            let bytes = std::fs::read(binary).map_err(|e| format!("{binary}: {e}"))?;
+            let bytes = engine::io::input::read(binary).map_err(|e| format!("{binary}: {e}"))?;
             let correlation = correlation_from_binary(&bytes, &mut |w| eprintln!("warning: {w}"))
                 .map_err(|e| format!("{binary}: {e}"))?;
             Some(std::sync::Arc::new(correlation))
@@ -487,7 +506,13 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
             "binary-ids" => o.binary_ids = opt.on(),
             "profile-version" => o.profile_version = opt.on(),
             "showcs" => o.showcs = opt.on(),
-            "instr" => {}
+            "instr"
+            | "sample"
+            | "hot-func-list"
+            | "show-prof-sym-list"
+            | "show-sec-info-only"
+            | "profiled-binary"
+            | "max-debug-info-correlation-warnings" => {}
             other => unreachable!("llvm-profdata show option {other} not applied"),
         }
     }
@@ -501,7 +526,7 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
     if o.all_functions && o.function.as_deref().is_some_and(|f| !f.is_empty()) {
         eprintln!("warning: -function argument ignored: showing all functions");
     }
-    let data = read_file_or_stdin(&file).map_err(|e| format!("{file}: {e}"))?;
+    let data = engine::io::input::read_or_stdin(&file).map_err(|e| format!("{file}: {e}"))?;
     let listing = read_listing(&data).map_err(|e| format!("{file}: {e}"))?;
     let mut rendered = Vec::new();
     show(&listing, &o, &mut rendered)?;
@@ -510,16 +535,6 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
         Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
     }
     Ok(())
-}
-
-/// A file's bytes, or standard input's for `-` (as `MemoryBuffer::getFileOrSTDIN`).
-fn read_file_or_stdin(file: &str) -> std::io::Result<Vec<u8>> {
-    if file == "-" {
-        let mut data = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)?;
-        return Ok(data);
-    }
-    std::fs::read(file)
 }
 
 fn run_overlap(args: &[String]) -> Result<(), BoxError> {
@@ -543,7 +558,7 @@ fn run_overlap(args: &[String]) -> Result<(), BoxError> {
             }
             "cs" => o.cs = opt.on(),
             // Only read for sample profiles.
-            "instr" | "similarity-cutoff" => {}
+            "instr" | "sample" | "similarity-cutoff" => {}
             other => unreachable!("llvm-profdata overlap option {other} not applied"),
         }
     }
@@ -561,7 +576,7 @@ fn run_overlap(args: &[String]) -> Result<(), BoxError> {
         let data = if file == "-" && std::mem::replace(&mut stdin_read, true) {
             Vec::new()
         } else {
-            read_file_or_stdin(file)
+            engine::io::input::read_or_stdin(file)
                 .map_err(|e| format!("error in getting profile count sums: {file}: {e}"))?
         };
         let (listing, _stopped_at) = read_listing_partial(&data)

@@ -71,7 +71,7 @@ fn selects_sample(args: &[String]) -> bool {
 }
 
 /// Why options of instrumentation profiles are ignored here.
-const INSTR_ONLY: &str = "applies to instrumentation profiles; ignored for sample profiles";
+const INSTR_ONLY: &str = "applies to instrumentation profiles only";
 
 /// Options all three subcommands share on sample profiles.
 const COMMON: &[Opt] = &[
@@ -249,12 +249,11 @@ fn parse_merge(args: &[String]) -> Result<Option<MergeArgs>, BoxError> {
 }
 
 fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
-    let stdin = Stdin::Refused("reading a profile from standard input is not supported");
     let inputs = collect_weighted_inputs(
         &m.positional,
         &m.weighted,
         m.input_files.as_deref(),
-        stdin,
+        Stdin::Read,
         "llvm-profdata merge -help",
     )?;
     Ok(inputs
@@ -267,7 +266,7 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
 }
 
 fn read_remapper(path: &str) -> Result<transform::Remapper, BoxError> {
-    let text = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let text = engine::io::input::read(path).map_err(|e| format!("{path}: {e}"))?;
     transform::Remapper::parse(&text).map_err(|bad| {
         format!(
             "{path}:{}: unexpected line in remapping file\nnote: expected 'old_symbol new_symbol'",
@@ -279,7 +278,7 @@ fn read_remapper(path: &str) -> Result<transform::Remapper, BoxError> {
 
 /// `populateProfileSymbolList`: one symbol per non-empty line, trimmed.
 fn read_symbol_list(path: &str, profile: &mut Profile) -> Result<(), BoxError> {
-    let text = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let text = engine::io::input::read(path).map_err(|e| format!("{path}: {e}"))?;
     for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         let ws = |b: &u8| b" \t\n\x0b\x0c\r".contains(b);
         let start = line.iter().position(|b| !ws(b)).unwrap_or(line.len());
@@ -505,10 +504,22 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
     let file = s
         .file
         .ok_or("llvm-profdata show: Not enough positional command line arguments specified!")?;
-    let data = std::fs::read(&file).map_err(|e| format!("{file}: {e}"))?;
+    if file == s.output.as_deref().unwrap_or("-") {
+        return Err(
+            "llvm-profdata show: Input file name cannot be the same as the output file name!"
+                .into(),
+        );
+    }
+    if s.all_functions && s.function.as_deref().is_some_and(|f| !f.is_empty()) {
+        eprintln!("warning: -function argument ignored: showing all functions");
+    }
+    let data = engine::io::input::read_or_stdin(&file).map_err(|e| format!("{file}: {e}"))?;
     let mut out = Vec::new();
     if s.sec_info_only {
-        if formats::sampleprof::detect(&data) == Some(formats::sampleprof::Format::ExtBinary) {
+        // LLVM opens the reader first: a file of no sample encoding is an error either way.
+        let format = formats::sampleprof::detect(&data)
+            .ok_or_else(|| formats::sampleprof::Error::UnrecognizedFormat.located(&file))?;
+        if format == formats::sampleprof::Format::ExtBinary {
             show::section_info(&mut out, &data).map_err(|e| format!("{file}: {e}"))?;
         } else {
             eprintln!("warning: -show-sec-info-only is only supported for sample profile in extbinary format and is ignored for other formats.");
@@ -595,7 +606,7 @@ pub fn run_overlap(args: &[String]) -> Result<(), BoxError> {
         .into());
     };
     let load = |f: &str| -> Result<(Vec<u8>, Profile), BoxError> {
-        let data = std::fs::read(f).map_err(|e| format!("{f}: {e}"))?;
+        let data = engine::io::input::read_or_stdin(f).map_err(|e| format!("{f}: {e}"))?;
         let p = formats::sampleprof::read(&data).map_err(|e| e.located(f))?;
         Ok((data, p))
     };

@@ -41,7 +41,8 @@ const TOOL: Tool = Tool {
 };
 
 pub fn run(args: &[OsString]) -> Result<(), Box<dyn std::error::Error>> {
-    let Some(parsed) = TOOL.parse_and_print(args)? else {
+    let args = crate::response_files::expand(args.to_vec())?;
+    let Some(parsed) = TOOL.parse_and_print(&args)? else {
         return Ok(());
     };
     let (mut binary, mut perfdata, mut output) = (PathBuf::new(), PathBuf::new(), PathBuf::new());

@@ -11,6 +11,7 @@ mod llvm_profgen;
 mod merge_fdata;
 mod perf2bolt;
 mod progress;
+mod response_files;
 mod sampleprof;
 mod script;
 mod store;

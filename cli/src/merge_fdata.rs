@@ -131,6 +131,7 @@ Counts and mispredictions are summed per location pair; the output is sorted.",
 };
 
 pub fn parse(args: Vec<OsString>) -> Result<Parsed, String> {
+    let args = crate::response_files::expand(args)?;
     let args = match TOOL.parse(&args)? {
         llvm_cl::Parsed::Run(args) => args,
         llvm_cl::Parsed::Help => return Ok(Parsed::Help),

@@ -119,7 +119,8 @@ const TOOL: Tool = Tool {
 /// The options of a command line, or `None` when it asked for `--help` or `--version`
 /// (printed here).
 pub fn parse(args: &[OsString]) -> Result<Option<Options>, String> {
-    let Some(args) = TOOL.parse_and_print(args)? else {
+    let args = crate::response_files::expand(args.to_vec())?;
+    let Some(args) = TOOL.parse_and_print(&args)? else {
         return Ok(None);
     };
     let mut o = Options::default();
@@ -179,7 +180,7 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
         let profile = if o.pre_aggregated && crate::store::is_store(&o.input) {
             crate::store::profile_for(&o.input, &o.binary, o.ignore_build_id, TraceOrder::ByStart)
         } else if o.pre_aggregated {
-            std::fs::read(&o.input)
+            engine::io::input::read(&o.input)
                 .map_err(engine::error::io_error(&o.input))
                 .map_err(Box::from)
                 .and_then(|data| {
@@ -245,7 +246,7 @@ fn yaml_view(
     if !o.pre_aggregated || crate::store::is_store(&o.input) {
         return Ok(None);
     }
-    let data = std::fs::read(&o.input).map_err(engine::error::io_error(&o.input))?;
+    let data = engine::io::input::read(&o.input).map_err(engine::error::io_error(&o.input))?;
     let yaml = engine::bolt::profile_from_preagg_for_yaml(&data)
         .map_err(|e| format!("{}: {e}", o.input.display()))?;
     Ok(Some(yaml))

@@ -176,11 +176,16 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Whether `path` is a profile store (by its magic).
+/// Whether `path` is a profile store (by its magic). Only a regular file is looked at: a
+/// pipe's first bytes, once read, would be missing for the reader of the other kinds (and a
+/// store is read at offsets, so it is a regular file anyway).
 pub fn is_store(path: &std::path::Path) -> bool {
     let mut magic = [0u8; 8];
     std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .and_then(|mut f| match f.metadata()?.is_file() {
+            true => std::io::Read::read_exact(&mut f, &mut magic),
+            false => Ok(()),
+        })
         .is_ok_and(|()| magic == formats::store::MAGIC)
 }
 
@@ -282,7 +287,7 @@ pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
 /// lies in them, or by IP samples in them for a basic profile.
 pub fn show_hottest(store: &Path, binary: &Path, top: usize) -> Result<(), BoxError> {
     let profile = profile_for(store, binary, false, TraceOrder::ByBranch)?;
-    let data = std::fs::read(binary)?;
+    let data = engine::io::input::read(binary)?;
     let functions = engine::bolt::Functions::from_elf(binary, &data)?;
     let mut heat = vec![0u64; functions.len()];
     let mut add = |addr: u64, n: u64| {

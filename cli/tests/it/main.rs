@@ -15,6 +15,7 @@ mod fdata_mem;
 mod generated;
 mod legacy;
 mod llvm_profdata;
+mod llvm_profdata_cl;
 mod llvm_profdata_correlate;
 mod llvm_profdata_merge_options;
 mod llvm_profdata_overlap;

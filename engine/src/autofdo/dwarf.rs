@@ -155,7 +155,7 @@ fn section_data<'d>(file: &object::File<'d>, name: &str) -> Result<Cow<'d, [u8]>
 
 /// An ELF file read whole (a `.dwo` or a `.dwp`), `Err` naming it.
 fn read_elf(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("split DWARF {}: {e}", path.display()))
+    crate::io::input::read(path).map_err(|e| format!("split DWARF {}: {e}", path.display()))
 }
 
 fn parse_elf<'b>(path: &Path, bytes: &'b [u8]) -> Result<object::File<'b>, String> {

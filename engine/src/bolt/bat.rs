@@ -55,7 +55,7 @@ impl Translation {
 
     /// [`Translation::from_elf`] of the file at `path`.
     pub fn load(path: &Path) -> Result<Option<Translation>> {
-        let data = std::fs::read(path).map_err(crate::error::io_error(path))?;
+        let data = crate::io::input::read(path).map_err(crate::error::io_error(path))?;
         Translation::from_elf(path, &data)
     }
 

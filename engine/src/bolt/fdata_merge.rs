@@ -291,7 +291,7 @@ fn open_contents(path: &Path) -> io::Result<Contents> {
         std::fs::File::open(path)?; // fail early on unreadable inputs
         Ok(Contents::File)
     } else {
-        Ok(Contents::Read(std::fs::read(path)?))
+        Ok(Contents::Read(crate::io::input::read(path)?))
     }
 }
 

@@ -43,7 +43,7 @@ pub fn merge_legacy_19(files: &[PathBuf]) -> Result<Legacy19, Legacy19Error> {
         lines: BTreeMap::new(),
     };
     for (i, path) in files.iter().enumerate() {
-        let data = std::fs::read(path).map_err(|e| Legacy19Error::Io(path.clone(), e))?;
+        let data = crate::io::input::read(path).map_err(|e| Legacy19Error::Io(path.clone(), e))?;
         merged.add(path, &data, i == 0)?;
     }
     Ok(merged)

@@ -86,7 +86,7 @@ pub fn merge(files: &[PathBuf]) -> Result<YamlMerged, YamlMergeError> {
     let mut functions: Vec<Function> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
     for (n, path) in files.iter().enumerate() {
-        let bytes = std::fs::read(path).map_err(|source| YamlMergeError::Io {
+        let bytes = crate::io::input::read(path).map_err(|source| YamlMergeError::Io {
             path: path.clone(),
             source,
         })?;

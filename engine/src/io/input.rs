@@ -47,6 +47,54 @@ pub fn open_regular(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
     ))
 }
 
+/// The whole contents of the input `path`, a regular file or a pipe (read to its end). A
+/// directory, a device or a socket is refused with an error that says what the path is: a
+/// device like `/dev/zero` never ends, and reading one whole would exhaust memory.
+pub fn read(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    let file = open_readable(path.as_ref())?;
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut &file, &mut data)?;
+    Ok(data)
+}
+
+/// [`read`], or all of standard input for `-` (LLVM's `MemoryBuffer::getFileOrSTDIN`).
+pub fn read_or_stdin(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    let path = path.as_ref();
+    if path.as_os_str() != "-" {
+        return read(path);
+    }
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut data)?;
+    Ok(data)
+}
+
+/// Opens `path` to be read whole: a regular file or a pipe.
+fn open_readable(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::File::open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() || is_fifo(kind) {
+        return Ok(file);
+    }
+    let message = match kind.is_dir() {
+        true => "is a directory, not a file".to_owned(),
+        false => format!("is {}, not a regular file or a pipe", special_kind(kind)),
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        message,
+    ))
+}
+
+#[cfg(unix)]
+fn is_fifo(kind: std::fs::FileType) -> bool {
+    std::os::unix::fs::FileTypeExt::is_fifo(&kind)
+}
+
+#[cfg(not(unix))]
+fn is_fifo(_: std::fs::FileType) -> bool {
+    false
+}
+
 #[cfg(unix)]
 fn special_kind(kind: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -81,10 +129,10 @@ impl InputBytes {
         }
     }
 
-    /// The bytes of `path`: a large regular file is mapped (and advised sequential), anything
-    /// else — a small file, a pipe, a device — is read whole.
+    /// The bytes of `path`: a large regular file is mapped (and advised sequential), a small
+    /// one or a pipe is read whole; a directory or a device is refused (see [`read`]).
     pub fn open(path: &Path) -> std::io::Result<InputBytes> {
-        let file = std::fs::File::open(path)?;
+        let file = open_readable(path)?;
         let meta = file.metadata()?;
         if !meta.is_file() || meta.len() < MAP_AT_LEAST {
             let mut data = Vec::new();

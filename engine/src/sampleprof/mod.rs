@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use formats::sampleprof::binary::{self, ExtBinaryOptions};
 use formats::sampleprof::gcov::{self, Version};
 use formats::sampleprof::gcov_v4;
-use formats::sampleprof::{self as sp, text, Context, FunctionSamples, Profile};
+use formats::sampleprof::{self as sp, text, Context, FunctionId, FunctionSamples, Profile};
 
 use crate::io::output::write_atomically;
 pub use crate::io::InputBytes;
@@ -138,7 +138,7 @@ pub fn map_order_after_inserting(contexts: &[Context]) -> Vec<Context> {
 
 /// Reads a sample profile in any encoding (detected from the content).
 pub fn read(path: &Path) -> Result<Profile> {
-    let data = std::fs::read(path).map_err(|source| Error::Io {
+    let data = crate::io::input::read_or_stdin(path).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -194,6 +194,7 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
     let mut skipped = Vec::new();
     let mut merged_any = false;
     let mut inserted: Vec<Context> = Vec::new();
+    let mut keys = MergeKeys::default();
     for input in inputs {
         let (mut p, order) = match read_in_llvm_order(&input.path) {
             Ok(p) => p,
@@ -226,7 +227,7 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
         if !first && p.kind.cs != out.kind.cs {
             return Err(incompatible(&input.path, "CS", "non-CS", p.kind.cs));
         }
-        merge_into(&mut out, p, input, &mut warnings);
+        merge_into(&mut out, p, input, &mut keys, &mut warnings);
     }
     Ok(Merged {
         profile: out,
@@ -249,7 +250,64 @@ fn incompatible(path: &Path, kind: &str, other: &str, this_is_kind: bool) -> Err
     ))
 }
 
-fn merge_into(out: &mut Profile, p: Profile, input: &Input, warnings: &mut Vec<String>) {
+/// The keys merged profiles are filed under. llvm-profdata's `SampleProfileMap` is keyed by
+/// the MD5 of the context (`SampleContext::getHashCode`), so a function named in one input and
+/// known only by its MD5 in another (an `--use-md5` profile) is one profile, spelled as the
+/// first input that had it spelled it. Inlinees and call targets are keyed by `FunctionId`,
+/// where a name and an MD5 differ, and stay apart, as in LLVM.
+#[derive(Default)]
+struct MergeKeys {
+    /// Each profile's key by its contexts' MD5s; built when the first MD5 context comes (a
+    /// merge of named profiles never hashes a name).
+    by_md5: Option<hashbrown::HashMap<Context, Context>>,
+}
+
+impl MergeKeys {
+    /// The key of `out`'s profile that `ctx` is merged into (`ctx` itself when it is new).
+    fn resolve(&mut self, out: &Profile, ctx: Context) -> Context {
+        if self.by_md5.is_none() {
+            if !has_md5(&ctx) {
+                return ctx;
+            }
+            let existing = out.functions.keys().map(|k| (md5_context(k), k.clone()));
+            self.by_md5 = Some(existing.collect());
+        }
+        let by_md5 = self.by_md5.as_mut().expect("built above");
+        by_md5.entry(md5_context(&ctx)).or_insert(ctx).clone()
+    }
+}
+
+fn has_md5(ctx: &Context) -> bool {
+    match ctx {
+        Context::Plain(f) => f.as_name().is_none(),
+        Context::Cs(frames) => frames.iter().any(|f| f.func.as_name().is_none()),
+    }
+}
+
+/// `ctx` with every function known by its MD5.
+fn md5_context(ctx: &Context) -> Context {
+    let md5 = |f: &FunctionId| FunctionId::Hash(f.guid());
+    match ctx {
+        Context::Plain(f) => Context::Plain(md5(f)),
+        Context::Cs(frames) => Context::Cs(
+            frames
+                .iter()
+                .map(|f| sp::ContextFrame {
+                    func: md5(&f.func),
+                    loc: f.loc,
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn merge_into(
+    out: &mut Profile,
+    p: Profile,
+    input: &Input,
+    keys: &mut MergeKeys,
+    warnings: &mut Vec<String>,
+) {
     out.kind.cs |= p.kind.cs;
     out.kind.probe |= p.kind.probe;
     out.kind.preinlined |= p.kind.preinlined;
@@ -262,6 +320,7 @@ fn merge_into(out: &mut Profile, p: Profile, input: &Input, warnings: &mut Vec<S
         *e = (*e).min(t);
     }
     for (ctx, fs) in p.functions {
+        let ctx = keys.resolve(out, ctx);
         match out.functions.get_mut(&ctx) {
             None if input.weight == 1 => {
                 out.functions.insert(ctx, fs);
@@ -368,9 +427,13 @@ pub fn convert(input: &Path, format: OutputFormat, output: &Path) -> Result<()> 
     }
 }
 
-/// An input file's bytes (the fast path parses them in place, so a large file is mapped).
+/// An input file's bytes (the fast path parses them in place, so a large file is mapped);
+/// `-` is standard input, as in llvm-profdata.
 pub fn load(path: &Path) -> std::io::Result<InputBytes> {
-    InputBytes::open(path)
+    match path.as_os_str() == "-" {
+        true => crate::io::input::read_or_stdin(path).map(InputBytes::Read),
+        false => InputBytes::open(path),
+    }
 }
 
 /// The conversion of `data` to `format` on the fast path, when both allow it: the output in
