@@ -12,7 +12,7 @@ use engine::instrprof::name_filter::NameFilter;
 use engine::instrprof::remap::Remapper;
 use engine::instrprof::temporal::TemporalLimits;
 use engine::instrprof::{merge, FailureMode, MergeOptions, WeightedInput};
-use engine::io::inputs::{collect_weighted_inputs, Stdin};
+use engine::io::inputs::{collect_weighted_inputs, SpecialFiles, Stdin};
 use engine::io::output::write_atomically;
 
 use crate::llvm_cl::{self, Opt, Tool};
@@ -368,7 +368,7 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
         &m.positional,
         &m.weighted,
         m.input_files.as_deref(),
-        Stdin::Read,
+        (Stdin::Read, SpecialFiles::Skip),
         "llvm-profdata merge -help",
     )?)
 }

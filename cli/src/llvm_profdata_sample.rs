@@ -28,7 +28,7 @@ use engine::sampleprof::{self as sp, show, transform, Input, MergeOptions, Outpu
 
 use crate::llvm_cl::os_args;
 use crate::llvm_cl::{Opt, Tool};
-use engine::io::inputs::{collect_weighted_inputs, Stdin};
+use engine::io::inputs::{collect_weighted_inputs, SpecialFiles, Stdin};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::Profile;
 
@@ -253,7 +253,7 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<Input>, BoxError> {
         &m.positional,
         &m.weighted,
         m.input_files.as_deref(),
-        Stdin::Read,
+        (Stdin::Read, SpecialFiles::Skip),
         "llvm-profdata merge -help",
     )?;
     Ok(inputs

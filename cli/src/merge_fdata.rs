@@ -170,11 +170,12 @@ fn help(tool: &str) -> String {
 
 fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> {
     let files = expand_inputs(&options.inputs)?;
-    if engine::bolt::yaml_merge::first_is_yaml(&files)? {
-        return merge_yaml_and_write(options, &files);
+    // Opened first: a pipe is read once, and then both kinds see its first bytes.
+    let sources = Sources::open(&files)?;
+    if sources.first_is_yaml()? {
+        return merge_yaml_and_write(options, &sources);
     }
     warn_yaml_only_options(options);
-    let sources = Sources::open(&files)?;
     let merged = merge(&sources)?;
     match options.output.as_deref() {
         Some(path) if path.as_os_str() != "-" => {
@@ -195,12 +196,12 @@ fn merge_and_write(options: &Options) -> Result<(), Box<dyn std::error::Error>> 
 /// YAML profiles, merged as LLVM 22's merge-fdata merges them (the first input is YAML).
 fn merge_yaml_and_write(
     options: &Options,
-    files: &[PathBuf],
+    sources: &Sources,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    for f in files {
-        eprintln!("Merging data from {}...", f.display());
+    for i in 0..sources.len() {
+        eprintln!("Merging data from {}...", sources.path(i).display());
     }
-    let merged = engine::bolt::yaml_merge::merge(files)?;
+    let merged = engine::bolt::yaml_merge::merge(sources)?;
     for warning in &merged.warnings {
         eprintln!("WARNING: {warning}");
     }

@@ -173,6 +173,8 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     let Some(o) = parse(args)? else {
         return Ok(());
     };
+    // The pre-aggregated text, read once (it may be a pipe): the YAML view reads it again.
+    let mut preagg_text = None;
     // The binary's functions are found while the profile is read: neither needs the other.
     let (binary, profile) = std::thread::scope(|scope| {
         let binary = scope
@@ -184,8 +186,10 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
                 .map_err(engine::error::io_error(&o.input))
                 .map_err(Box::from)
                 .and_then(|data| {
-                    engine::bolt::profile_from_preagg(&data)
-                        .map_err(|e| format!("{}: {e}", o.input.display()).into())
+                    let profile = engine::bolt::profile_from_preagg(&data)
+                        .map_err(|e| format!("{}: {e}", o.input.display()).into());
+                    preagg_text = Some(data);
+                    profile
                 })
         } else {
             read_capture(&o)
@@ -201,10 +205,14 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
     // Pre-aggregated lines with a zero count add no mispredictions to inner branches in
     // perf2bolt's YAML: those branches come from the profile without them.
-    let intra = match o.yaml || o.save_profile.is_some() {
-        true => yaml_view(&o)?,
-        false => None,
+    let intra = match (o.yaml || o.save_profile.is_some(), &preagg_text) {
+        (true, Some(text)) => Some(
+            engine::bolt::profile_from_preagg_for_yaml(text)
+                .map_err(|e| format!("{}: {e}", o.input.display()))?,
+        ),
+        _ => None,
     };
+    drop(preagg_text);
     // The last YAML written gets the profile itself, to drop once symbolized.
     let write_yaml = |profile: Cow<'_, BinaryProfile>, path: &Path| {
         let intra = intra.as_ref();
@@ -234,22 +242,6 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
         }
     }
     Ok(())
-}
-
-/// The profile whose inner branches perf2bolt's YAML holds, where that differs from the one
-/// read: a pre-aggregated text file read again by
-/// [`engine::bolt::profile_from_preagg_for_yaml`] (without its zero-count lines). `None`:
-/// the same profile.
-fn yaml_view(
-    o: &Options,
-) -> Result<Option<engine::perf::aggregate::BinaryProfile>, Box<dyn std::error::Error>> {
-    if !o.pre_aggregated || crate::store::is_store(&o.input) {
-        return Ok(None);
-    }
-    let data = engine::io::input::read(&o.input).map_err(engine::error::io_error(&o.input))?;
-    let yaml = engine::bolt::profile_from_preagg_for_yaml(&data)
-        .map_err(|e| format!("{}: {e}", o.input.display()))?;
-    Ok(Some(yaml))
 }
 
 fn read_capture(

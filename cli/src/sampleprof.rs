@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use engine::io::inputs::{collect_weighted_inputs, Stdin};
+use engine::io::inputs::{collect_weighted_inputs, SpecialFiles, Stdin};
 use engine::sampleprof::{self, Input, MergeOptions, OutputFormat};
 use formats::sampleprof::binary::ExtBinaryOptions;
 use formats::sampleprof::gcov::Version;
@@ -141,7 +141,10 @@ pub fn merge(args: MergeArgs) -> Result<(), Box<dyn std::error::Error>> {
         &args.inputs,
         &args.weighted,
         args.input_files.as_deref(),
-        Stdin::Refused("reading a profile from standard input is not supported"),
+        (
+            Stdin::Refused("reading a profile from standard input is not supported"),
+            SpecialFiles::Keep,
+        ),
         "profmill merge --help",
     )?
     .into_iter()
@@ -189,10 +192,17 @@ pub fn show(args: ShowArgs) -> Result<(), Box<dyn std::error::Error>> {
             sampleprof::Error::Format {
                 source: formats::sampleprof::Error::UnrecognizedFormat,
                 ..
-            } if !args.sample => format!(
-                "{}: neither a profile store (`PMSTORE` magic) nor a sample profile in an encoding this tool reads",
-                args.input.display()
-            )
+            } if !args.sample => match std::fs::metadata(&args.input).is_ok_and(|m| m.is_file()) {
+                true => format!(
+                    "{}: neither a profile store (`PMSTORE` magic) nor a sample profile in an encoding this tool reads",
+                    args.input.display()
+                ),
+                // A store is looked for in regular files only (`is_store`).
+                false => format!(
+                    "{}: not a sample profile in an encoding this tool reads (a profile store is read only from a regular file, and this is not one)",
+                    args.input.display()
+                ),
+            }
             .into(),
             e => e.into(),
         }

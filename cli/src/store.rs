@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use engine::io::inputs::{collect_weighted_inputs, Stdin};
+use engine::io::inputs::{collect_weighted_inputs, SpecialFiles, Stdin};
 use engine::perf::store::{merge_stores, StoreFile};
 use engine::perf::{BinaryInfo, BinaryProfile, TraceOrder};
 use formats::store::SectionKind;
@@ -156,7 +156,10 @@ pub fn merge(m: MergeRequest<'_>) -> Result<(), BoxError> {
         m.inputs,
         m.weighted,
         m.list,
-        Stdin::Refused("stores are read from files, not from standard input"),
+        (
+            Stdin::Refused("stores are read from files, not from standard input"),
+            SpecialFiles::Refuse("stores are merged from regular files (they are read at offsets)"),
+        ),
         "profmill merge --help",
     )?;
     crate::without_huge_pages();

@@ -28,6 +28,7 @@ mod merge_fdata;
 mod parquet;
 mod perf2bolt;
 mod perf_script;
+mod pipes;
 mod plt;
 mod sampleprof;
 mod sampleprof_gcc;

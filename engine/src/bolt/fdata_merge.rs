@@ -237,8 +237,10 @@ enum Contents {
 }
 
 /// One input's bytes while it is being read.
-enum Bytes<'a> {
+pub enum Bytes<'a> {
+    /// A regular file's, mapped or read.
     File(InputBytes),
+    /// A pipe's, read when the inputs were opened.
     Borrowed(&'a [u8]),
 }
 
@@ -274,13 +276,30 @@ impl Sources {
         self.files.is_empty()
     }
 
-    fn bytes(&self, index: usize) -> Result<Bytes<'_>> {
+    /// The path of input `index`.
+    pub fn path(&self, index: usize) -> &Path {
+        &self.files[index].0
+    }
+
+    /// The bytes of input `index` (a regular file is mapped again on each call; a pipe's were
+    /// read once, by [`Sources::open`]).
+    pub fn read(&self, index: usize) -> io::Result<Bytes<'_>> {
         let (path, contents) = &self.files[index];
         match contents {
             Contents::Read(v) => Ok(Bytes::Borrowed(v)),
-            Contents::File => InputBytes::open(path)
-                .map(Bytes::File)
-                .map_err(io_error(path)),
+            Contents::File => InputBytes::open(path).map(Bytes::File),
+        }
+    }
+
+    fn bytes(&self, index: usize) -> Result<Bytes<'_>> {
+        self.read(index).map_err(io_error(self.path(index)))
+    }
+
+    /// Whether the first input is a YAML profile (`merge-fdata` decides by the first one).
+    pub fn first_is_yaml(&self) -> Result<bool> {
+        match self.is_empty() {
+            true => Ok(false),
+            false => Ok(crate::bolt::yaml_merge::is_yaml(&self.bytes(0)?)),
         }
     }
 }

@@ -14,12 +14,13 @@
 //!   `StringMap` order is its hash order, which this does not model).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hashbrown::HashMap;
 
 use formats::bolt::yaml::{self, Block, Function, Header, Profile};
 
+use crate::bolt::fdata_merge::Sources;
 use crate::hash_order::UnorderedMapOrder;
 
 /// Why YAML profiles could not be merged.
@@ -36,6 +37,8 @@ pub enum YamlMergeError {
     Parse {
         /// The input.
         path: PathBuf,
+        /// Whether it is the first input (which chose YAML: it starts like a YAML profile).
+        first: bool,
         /// Where and what.
         source: yaml::ReadError,
     },
@@ -52,7 +55,12 @@ impl fmt::Display for YamlMergeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             YamlMergeError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            YamlMergeError::Parse { path, source } => write!(
+            YamlMergeError::Parse {
+                path,
+                first: true,
+                source,
+            } => write!(f, "{}: malformed YAML profile: {source}", path.display()),
+            YamlMergeError::Parse { path, source, .. } => write!(
                 f,
                 "{}: not a YAML profile (the first input is one): {source}",
                 path.display()
@@ -80,18 +88,20 @@ pub fn is_yaml(bytes: &[u8]) -> bool {
     bytes.starts_with(b"---\n")
 }
 
-/// Merges the YAML profiles `files` (in order).
-pub fn merge(files: &[PathBuf]) -> Result<YamlMerged, YamlMergeError> {
+/// Merges the YAML profiles `sources` (in order).
+pub fn merge(sources: &Sources) -> Result<YamlMerged, YamlMergeError> {
     let mut out = YamlMerged::default();
     let mut functions: Vec<Function> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
-    for (n, path) in files.iter().enumerate() {
-        let bytes = crate::io::input::read(path).map_err(|source| YamlMergeError::Io {
+    for n in 0..sources.len() {
+        let path = &sources.path(n).to_path_buf();
+        let bytes = sources.read(n).map_err(|source| YamlMergeError::Io {
             path: path.clone(),
             source,
         })?;
         let profile = yaml::read(&bytes).map_err(|source| YamlMergeError::Parse {
             path: path.clone(),
+            first: n == 0,
             source,
         })?;
         let conflict = |message: String| YamlMergeError::Conflict {
@@ -269,28 +279,4 @@ fn merge_block(merged: &mut Block, b: Block, name: &str, nblocks: usize) -> Resu
     }
     merged.succ.extend(by_index.into_iter().flatten());
     Ok(())
-}
-
-/// The path `merge-fdata` reports for a YAML input after fdata ones (kept for callers that
-/// check the first input themselves).
-pub fn first_is_yaml(files: &[PathBuf]) -> std::io::Result<bool> {
-    match files.first() {
-        Some(first) => Ok(is_yaml(&read_prefix(first)?)),
-        None => Ok(false),
-    }
-}
-
-fn read_prefix(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut buf = [0u8; 4];
-    let mut file = std::fs::File::open(path)?;
-    let mut n = 0;
-    while n < 4 {
-        let r = file.read(&mut buf[n..])?;
-        if r == 0 {
-            break;
-        }
-        n += r;
-    }
-    Ok(buf[..n].to_vec())
 }

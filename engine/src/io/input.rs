@@ -95,8 +95,9 @@ fn is_fifo(_: std::fs::FileType) -> bool {
     false
 }
 
+/// What a path that is neither a file nor a directory is: "a pipe", "a character device"…
 #[cfg(unix)]
-fn special_kind(kind: std::fs::FileType) -> &'static str {
+pub fn special_kind(kind: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_char_device() {
         "a character device"
@@ -112,7 +113,7 @@ fn special_kind(kind: std::fs::FileType) -> &'static str {
 }
 
 #[cfg(not(unix))]
-fn special_kind(_: std::fs::FileType) -> &'static str {
+pub fn special_kind(_: std::fs::FileType) -> &'static str {
     "a special file"
 }
 

@@ -26,6 +26,19 @@ pub enum Stdin {
     Refused(&'static str),
 }
 
+/// What to do with an input named on the command line (or in a list file) that is neither a
+/// file nor a directory: a pipe (`<(…)`), a device. Inside directories such entries are
+/// always skipped.
+#[derive(Clone, Copy, Debug)]
+pub enum SpecialFiles {
+    /// Skipped without a word, as llvm-profdata's `addWeightedInput` skips them.
+    Skip,
+    /// Kept as inputs (for readers that read a pipe whole).
+    Keep,
+    /// Refused: the message says why.
+    Refuse(&'static str),
+}
+
 /// Why the inputs could not be collected; the messages are llvm-profdata's.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -45,6 +58,15 @@ pub enum InputsError {
     },
     /// Nothing to merge (the command line that shows the command's help, for the hint).
     NoInputs(&'static str),
+    /// An input that is neither a file nor a directory, where the caller refuses those.
+    Special {
+        /// The input.
+        path: PathBuf,
+        /// What it is ("a pipe").
+        kind: &'static str,
+        /// Why the caller refuses it.
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for InputsError {
@@ -55,6 +77,13 @@ impl fmt::Display for InputsError {
             InputsError::Stdin(why) => f.write_str(why),
             InputsError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             InputsError::NoInputs(help) => write!(f, "no input files specified. See {help}"),
+            InputsError::Special { path, kind, why } => {
+                write!(
+                    f,
+                    "{}: is {kind}, not a regular file: {why}",
+                    path.display()
+                )
+            }
         }
     }
 }
@@ -83,7 +112,7 @@ fn add_input(
     inputs: &mut Vec<WeightedInput>,
     path: &Path,
     weight: u64,
-    stdin: Stdin,
+    (stdin, special): (Stdin, SpecialFiles),
 ) -> Result<(), InputsError> {
     if path.as_os_str() == STDIN {
         if let Stdin::Refused(why) = stdin {
@@ -103,6 +132,21 @@ fn add_input(
         });
     } else if meta.is_dir() {
         add_directory(inputs, path, weight)?;
+    } else {
+        match special {
+            SpecialFiles::Skip => {}
+            SpecialFiles::Keep => inputs.push(WeightedInput {
+                path: path.to_path_buf(),
+                weight,
+            }),
+            SpecialFiles::Refuse(why) => {
+                return Err(InputsError::Special {
+                    path: path.to_path_buf(),
+                    kind: crate::io::input::special_kind(meta.file_type()),
+                    why,
+                })
+            }
+        }
     }
     Ok(())
 }
@@ -144,11 +188,12 @@ pub fn collect_weighted_inputs(
     positional: &[String],
     weighted: &[String],
     list: Option<&str>,
-    stdin: Stdin,
+    (stdin, special): (Stdin, SpecialFiles),
     help: &'static str,
 ) -> Result<Vec<WeightedInput>, InputsError> {
     let mut inputs = Vec::new();
-    let mut add = |file: &str, weight| add_input(&mut inputs, Path::new(file), weight, stdin);
+    let rules = (stdin, special);
+    let mut add = |file: &str, weight| add_input(&mut inputs, Path::new(file), weight, rules);
     for p in positional {
         add(p, 1)?;
     }
@@ -203,7 +248,14 @@ mod tests {
         symlink(elsewhere.join("linked"), top.join("to-dir")).unwrap();
         symlink(d.path().join("nothing"), top.join("dangling")).unwrap();
         let top_name = top.to_str().unwrap().to_string();
-        let inputs = collect_weighted_inputs(&[top_name], &[], None, Stdin::Read, "test").unwrap();
+        let inputs = collect_weighted_inputs(
+            &[top_name],
+            &[],
+            None,
+            (Stdin::Read, SpecialFiles::Skip),
+            "test",
+        )
+        .unwrap();
         let mut got: Vec<_> = inputs
             .iter()
             .map(|i| i.path.strip_prefix(&top).unwrap().to_path_buf())
