@@ -65,9 +65,7 @@ pub mod flag {
     pub const ORDERED: u64 = 1 << 32;
 }
 
-/// Inlining deeper than this is refused rather than recursed into (LLVM has no limit; a
-/// crafted file could otherwise exhaust the stack).
-const MAX_NESTING: usize = 2000;
+use super::MAX_NESTING;
 
 // ---------------------------------------------------------------------------------------------
 // Reading

@@ -81,6 +81,9 @@ pub enum TextExpectation {
     /// A non-metadata line (`!CFGChecksum`, `!Attributes`) came after metadata of the same
     /// function ("Found non-metadata after metadata").
     MetadataLast,
+    /// A call site nested deeper than [`crate::sampleprof::MAX_NESTING`] (profmill's limit;
+    /// LLVM has none).
+    ShallowerNesting,
 }
 
 impl fmt::Display for Error {
@@ -92,12 +95,17 @@ impl fmt::Display for Error {
                 expected,
                 found,
             } => {
-                let what = match expected {
-                    TextExpectation::Header => "Expected 'mangled_name:NUM:NUM', found ",
+                let what: std::borrow::Cow<'_, str> = match expected {
+                    TextExpectation::Header => "Expected 'mangled_name:NUM:NUM', found ".into(),
                     TextExpectation::Body => {
-                        "Expected 'NUM[.NUM]: NUM[ mangled_name:NUM]*', found "
+                        "Expected 'NUM[.NUM]: NUM[ mangled_name:NUM]*', found ".into()
                     }
-                    TextExpectation::MetadataLast => "Found non-metadata after metadata: ",
+                    TextExpectation::MetadataLast => "Found non-metadata after metadata: ".into(),
+                    TextExpectation::ShallowerNesting => format!(
+                        "inlining nested deeper than {} (profmill's limit): ",
+                        crate::sampleprof::MAX_NESTING
+                    )
+                    .into(),
                 };
                 write!(f, "{line}: {what}{found}")
             }

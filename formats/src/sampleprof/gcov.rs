@@ -33,7 +33,7 @@ const TAG_FUNCTION: u32 = 0xAC00_0000;
 const TAG_MODULE_GROUPING: u32 = 0xAE00_0000;
 const TAG_WORKING_SET: u32 = 0xAF00_0000;
 const HIST_TYPE_INDIR_CALL_TOPN: u32 = 7;
-const MAX_NESTING: usize = 2000;
+use super::MAX_NESTING;
 
 /// Which gcov dialect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

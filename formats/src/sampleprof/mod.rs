@@ -10,6 +10,12 @@ pub mod summary;
 pub mod text;
 
 pub use error::{Error, Result};
+
+/// Inlining deeper than this is refused by every reader (and so never reaches a writer),
+/// rather than recursed into: LLVM has no limit, and a crafted file could otherwise exhaust
+/// the stack of the readers, writers and printers that recurse. Real profiles nest a few
+/// dozen levels.
+pub const MAX_NESTING: usize = 2000;
 pub use model::{
     Context, ContextFrame, FunctionId, FunctionSamples, LineLocation, Profile, ProfileKind,
     SampleRecord,

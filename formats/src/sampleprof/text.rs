@@ -378,6 +378,10 @@ pub fn read(data: &[u8]) -> Result<Profile> {
         let fs = descend(top, &stack);
         match parsed {
             Line::Callsite { loc, callee, total } => {
+                if stack.len() >= super::MAX_NESTING {
+                    let shown = line.trim_ascii_start();
+                    return Err(text_error(number, TextExpectation::ShallowerNesting, shown));
+                }
                 let id = names.get(callee);
                 overflow |= fs.callee_mut(loc, id.clone()).add_total(total, 1);
                 stack.push((loc, id));

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::sampleprof_common::*;
-use formats::sampleprof::text;
+use formats::sampleprof::{text, Profile};
 use testsupport::{first_difference, have_tool, LLVM_PROFDATA_19 as LLVM_PROFDATA};
 
 fn ours(data: &[u8]) -> Result<Vec<u8>, formats::sampleprof::Error> {
@@ -200,4 +200,80 @@ fn colon_heavy_targets_match_llvm_profdata() {
         std::fs::write(&path, case).unwrap();
         check(&path, dir.path());
     }
+}
+
+/// A text profile whose `main` inlines a chain of `depth` callees.
+fn nested(depth: usize) -> Vec<u8> {
+    let mut t = b"main:100:10\n".to_vec();
+    for d in 1..=depth {
+        t.extend_from_slice(format!("{:d$}1: f{d}:10\n", "").as_bytes());
+    }
+    t.extend_from_slice(format!("{:w$}1: 5\n", "", w = depth + 1).as_bytes());
+    t
+}
+
+/// Every reader refuses inlining deeper than `MAX_NESTING` (the text reader with the line),
+/// and a profile at the limit goes through every writer and reads back the same: no writer
+/// or reader of a readable profile runs out of stack.
+#[test]
+fn inlining_at_the_nesting_limit_round_trips_and_deeper_is_refused() {
+    use formats::sampleprof::{binary, gcov, gcov_v4, MAX_NESTING};
+    let deeper = nested(MAX_NESTING + 1);
+    let err = text::read(&deeper).unwrap_err().located("deep.txt");
+    let line = MAX_NESTING + 2;
+    assert_eq!(
+        err,
+        format!("deep.txt:{line}: inlining nested deeper than {MAX_NESTING} (profmill's limit): 1: f{}:10", MAX_NESTING + 1)
+    );
+    let profile = text::read(&nested(MAX_NESTING)).unwrap();
+    type Writer = Box<dyn Fn(&Profile) -> Vec<u8>>;
+    let writer = |write: fn(&Profile, &mut Vec<u8>)| -> Writer {
+        Box::new(move |p| {
+            let mut out = Vec::new();
+            write(p, &mut out);
+            out
+        })
+    };
+    let writers: Vec<(&str, Writer)> = vec![
+        ("text", writer(|p, o| text::write(p, o).unwrap())),
+        ("binary", writer(|p, o| binary::write_raw(p, o).unwrap())),
+        (
+            "extbinary",
+            writer(|p, o| binary::write_ext(p, &Default::default(), o).unwrap()),
+        ),
+        (
+            "gcov",
+            writer(|p, o| gcov::write(p, gcov::Version::V2, o).unwrap()),
+        ),
+        (
+            "gcov v4",
+            writer(|p, o| gcov_v4::write(p, gcov_v4::Encoding::Binary, o).unwrap()),
+        ),
+        (
+            "gcov v4 compact",
+            writer(|p, o| gcov_v4::write(p, gcov_v4::Encoding::Compact, o).unwrap()),
+        ),
+        (
+            "gcov v4 text",
+            writer(|p, o| gcov_v4::write(p, gcov_v4::Encoding::Text, o).unwrap()),
+        ),
+    ];
+    for (name, write) in &writers {
+        let bytes = write(&profile);
+        let back = formats::sampleprof::read(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(depth(&back), MAX_NESTING, "{name}");
+        assert!(
+            write(&back) == bytes,
+            "{name}: not the same bytes when written again"
+        );
+    }
+}
+
+/// How deep the inlining of a profile goes.
+fn depth(p: &Profile) -> usize {
+    fn of(fs: &formats::sampleprof::FunctionSamples) -> usize {
+        let callees = fs.callsites.values().flat_map(|m| m.values());
+        callees.map(|c| 1 + of(c)).max().unwrap_or(0)
+    }
+    p.functions.values().map(of).max().unwrap_or(0)
 }

@@ -92,8 +92,7 @@ pub(crate) const VERSION: u32 = 4;
 pub(crate) const MAX_LINE_OFFSET: u32 = 0xFF_FFFF;
 /// Largest discriminator (`LOCATION_DISCRIMINATOR` is 2 bytes).
 pub(crate) const MAX_DISCRIMINATOR: u32 = 0xFFFF;
-/// Deepest inlining a reader accepts (keeps recursion on the stack bounded).
-pub(crate) const MAX_NESTING: usize = 1000;
+pub(crate) use super::MAX_NESTING;
 
 /// One of the three encodings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
