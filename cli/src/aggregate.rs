@@ -99,6 +99,13 @@ type BoxError = Box<dyn std::error::Error>;
 
 pub fn run(args: Args) -> Result<(), BoxError> {
     check_args(&args)?;
+    let captures: Vec<&Path> = args.captures.iter().map(PathBuf::as_path).collect();
+    refuse_overwriting(
+        &args.output,
+        &args.binaries,
+        args.format.extension(),
+        &captures,
+    )?;
     if let [only] = &args.captures[..] {
         if crate::store::is_store(only) {
             // A store holds aggregated profiles already: write them out as `export` does.
@@ -400,25 +407,72 @@ fn write_fdata_with(
     Ok(())
 }
 
-/// One binary: `-o` is the file. Several: `-o` is a directory holding `<binary name>.<ext>`.
+/// One binary: `-o` is the file. Several: `-o` is a directory holding `<binary name>.<ext>`,
+/// created here. Two binaries of the same file name are refused: their outputs would be one.
 pub fn output_paths(
     output: &Path,
     binaries: &[PathBuf],
     ext: &str,
-) -> std::io::Result<Vec<PathBuf>> {
+) -> Result<Vec<PathBuf>, BoxError> {
+    let paths = planned_outputs(output, binaries, ext);
     if binaries.len() == 1 {
-        return Ok(vec![output.to_path_buf()]);
+        return Ok(paths);
     }
-    std::fs::create_dir_all(output)?;
-    Ok(binaries
+    for (i, path) in paths.iter().enumerate() {
+        if let Some(j) = paths[..i].iter().position(|p| p == path) {
+            return Err(format!(
+                "{} and {} have the same file name: both profiles would be written to {}; give each binary its own name",
+                binaries[j].display(),
+                binaries[i].display(),
+                path.display()
+            )
+            .into());
+        }
+    }
+    std::fs::create_dir_all(output).map_err(|e| {
+        format!(
+            "{}: {e} (with several binaries, -o names the directory their profiles go to)",
+            output.display()
+        )
+    })?;
+    Ok(paths)
+}
+
+/// The files [`output_paths`] would write, without creating anything.
+fn planned_outputs(output: &Path, binaries: &[PathBuf], ext: &str) -> Vec<PathBuf> {
+    if binaries.len() <= 1 {
+        return vec![output.to_path_buf()];
+    }
+    let name = |b: &PathBuf| {
+        b.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    binaries
         .iter()
-        .map(|b| {
-            output.join(format!(
-                "{}.{ext}",
-                b.file_name().unwrap_or_default().to_string_lossy()
-            ))
-        })
-        .collect())
+        .map(|b| output.join(format!("{}.{ext}", name(b))))
+        .collect()
+}
+
+/// Refuses to write over an input: `-o` (or a file in its directory) that is the capture, a
+/// binary or the store read.
+pub fn refuse_overwriting(
+    output: &Path,
+    binaries: &[PathBuf],
+    ext: &str,
+    inputs: &[&Path],
+) -> Result<(), BoxError> {
+    let outputs = planned_outputs(output, binaries, ext);
+    let all_inputs = inputs
+        .iter()
+        .copied()
+        .chain(binaries.iter().map(PathBuf::as_path));
+    engine::io::output::refuse_overwriting_inputs(
+        outputs.iter().map(PathBuf::as_path),
+        all_inputs,
+    )?;
+    Ok(())
 }
 
 /// What `aggregate` tells of a capture on stderr once its outputs are written: taken before

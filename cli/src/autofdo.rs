@@ -58,6 +58,10 @@ pub fn run(args: Args) -> Result<(), BoxError> {
     // heads and call targets from the branch stacks, and its threshold from the ranges: it
     // needs both.
     let ip_lines = args.ip_samples && style == Style::Autofdo;
+    engine::io::output::refuse_overwriting_inputs(
+        [args.output.as_path()],
+        [args.binary.as_path(), args.profile.as_path()],
+    )?;
     let (binary, traces) = std::thread::scope(|scope| {
         let binary = scope.spawn(|| autofdo::Binary::load(&args.binary));
         let traces = match ip_lines {

@@ -173,6 +173,11 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     let Some(o) = parse(args)? else {
         return Ok(());
     };
+    let outputs = [Some(&o.output), o.save_profile.as_ref()];
+    engine::io::output::refuse_overwriting_inputs(
+        outputs.into_iter().flatten().map(PathBuf::as_path),
+        [o.binary.as_path(), o.input.as_path()],
+    )?;
     // The pre-aggregated text, read once (it may be a pipe): the YAML view reads it again.
     let mut preagg_text = None;
     // The binary's functions are found while the profile is read: neither needs the other.

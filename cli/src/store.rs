@@ -59,6 +59,7 @@ pub fn export_binaries(
                 .into(),
         );
     }
+    crate::aggregate::refuse_overwriting(output, binaries, format.extension(), &[store])?;
     if format == Format::Parquet {
         if !binaries.is_empty() {
             return Err(
@@ -83,14 +84,21 @@ pub fn export_binaries(
     // Huge pages cost more to clear than they save here (see `without_huge_pages`).
     crate::without_huge_pages();
     let store = StoreFile::open(store)?;
+    // Every binary is found in the store before any output is written.
+    let found = binaries
+        .iter()
+        .map(|path| {
+            let binary = BinaryInfo::load(path)?;
+            let index = store.find(&binary, ignore_build_id)?;
+            Ok((binary, index))
+        })
+        .collect::<Result<Vec<_>, BoxError>>()?;
     let outputs = output_paths(output, binaries, format.extension())?;
     let order = match format.is_symbolized() {
         true => TraceOrder::ByStart,
         false => TraceOrder::ByBranch,
     };
-    for (path, output) in binaries.iter().zip(&outputs) {
-        let binary = BinaryInfo::load(path)?;
-        let index = store.find(&binary, ignore_build_id)?;
+    for ((path, output), (binary, index)) in binaries.iter().zip(&outputs).zip(found) {
         let profile = store.profile(index, &binary, order)?;
         let basic = profile.traces.is_empty() && !profile.ips.is_empty();
         write_profile(format, path, Cow::Owned(profile), basic, output)?;
@@ -111,6 +119,8 @@ pub struct ImportArgs {
 
 /// Reads Parquet profile rows into a store (rows of the same key summed).
 pub fn import(args: ImportArgs) -> Result<(), BoxError> {
+    let inputs = args.inputs.iter().map(PathBuf::as_path);
+    engine::io::output::refuse_overwriting_inputs([args.output.as_path()], inputs)?;
     let report = engine::perf::parquet::import_parquet(&args.inputs, &args.output)?;
     if report.saturated {
         eprintln!("profmill: warning: some summed counts passed 2^64 and were saturated");

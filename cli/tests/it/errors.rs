@@ -625,3 +625,159 @@ fn a_mapping_that_does_not_fit_the_segments_is_named() {
     );
     assert!(!out.exists(), "a failed run left {}", out.display());
 }
+
+/// `-o` naming an input (the capture, a binary, the store, a Parquet file) is refused before
+/// anything is read, and the input is left as it was.
+#[test]
+fn an_output_never_replaces_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = dir.path().join("capture.perf.data");
+    let binary = dir.path().join("autofdo-propeller_sample_1.bin");
+    std::fs::copy(
+        shared_perf("autofdo-propeller_sample_1.perf.data"),
+        &capture,
+    )
+    .unwrap();
+    std::fs::copy(shared_perf("autofdo-propeller_sample_1.bin"), &binary).unwrap();
+    let store = dir.path().join("s.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let parquet = dir.path().join("s.parquet");
+    run_ok(
+        profmill()
+            .arg("export")
+            .arg(&store)
+            .args(["--format", "parquet", "-o"])
+            .arg(&parquet),
+    );
+    let originals: Vec<(std::path::PathBuf, Vec<u8>)> = [&capture, &binary, &store, &parquet]
+        .iter()
+        .map(|p| (p.to_path_buf(), std::fs::read(p).unwrap()))
+        .collect();
+    let b = binary.as_os_str();
+    let c = capture.as_os_str();
+    let s = store.as_os_str();
+    let q = parquet.as_os_str();
+    let refused: &[(&[&std::ffi::OsStr], &std::ffi::OsStr)] = &[
+        (
+            &["aggregate".as_ref(), c, "-b".as_ref(), b, "-o".as_ref(), c],
+            c,
+        ),
+        (
+            &["aggregate".as_ref(), c, "-b".as_ref(), b, "-o".as_ref(), b],
+            b,
+        ),
+        (
+            &["perf2bolt".as_ref(), b, "-p".as_ref(), c, "-o".as_ref(), b],
+            b,
+        ),
+        (
+            &["perf2bolt".as_ref(), b, "-p".as_ref(), c, "-o".as_ref(), c],
+            c,
+        ),
+        (
+            &[
+                "autofdo".as_ref(),
+                "-b".as_ref(),
+                b,
+                "-p".as_ref(),
+                c,
+                "-o".as_ref(),
+                c,
+            ],
+            c,
+        ),
+        (
+            &["export".as_ref(), s, "-b".as_ref(), b, "-o".as_ref(), s],
+            s,
+        ),
+        (
+            &[
+                "export".as_ref(),
+                s,
+                "--format".as_ref(),
+                "parquet".as_ref(),
+                "-o".as_ref(),
+                s,
+            ],
+            s,
+        ),
+        (&["import".as_ref(), q, "-o".as_ref(), q], q),
+    ];
+    for (args, output) in refused {
+        let mut cmd = profmill();
+        cmd.args(*args);
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd:?}");
+        let expected = format!("{}: is also an input", output.to_string_lossy());
+        assert!(stderr.contains(&expected), "{cmd:?}: {stderr}");
+    }
+    for (path, bytes) in &originals {
+        assert!(
+            std::fs::read(path).unwrap() == *bytes,
+            "{} changed",
+            path.display()
+        );
+    }
+}
+
+/// With several binaries, `-o` is a directory: every binary is checked before it is made, two
+/// binaries of one file name are refused, and a file in the way is named.
+#[test]
+fn several_binaries_are_checked_before_their_directory_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let binary = shared_perf("autofdo-propeller_sample_1.bin");
+    let store = dir.path().join("s.pms");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    // The second binary is not in the store: nothing is written, no directory made.
+    let out = dir.path().join("out");
+    let other = shared_perf("autofdo-jump_table_test.binary");
+    let err = crate::store::profmill_error(&[
+        &"export", &store, &"-b", &binary, &"-b", &other, &"-o", &out,
+    ]);
+    assert!(err.contains("no binary with build-id"), "{err}");
+    assert!(!out.exists(), "a failed export left {}", out.display());
+    // Two binaries of one name.
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for d in [&a, &b] {
+        std::fs::create_dir(d).unwrap();
+        std::fs::copy(&binary, d.join("prog")).unwrap();
+    }
+    let (pa, pb) = (a.join("prog"), b.join("prog"));
+    for command in [
+        ["aggregate", capture.to_str().unwrap()],
+        ["export", store.to_str().unwrap()],
+    ] {
+        let err = crate::store::profmill_error(&[
+            &command[0],
+            &command[1],
+            &"-b",
+            &pa,
+            &"-b",
+            &pb,
+            &"-o",
+            &out,
+        ]);
+        assert!(err.contains("have the same file name"), "{err}");
+        assert!(!out.exists());
+    }
+    // A file where the directory should be.
+    std::fs::write(&out, "x").unwrap();
+    let err =
+        crate::store::profmill_error(&[&"export", &store, &"-b", &binary, &"-b", &pa, &"-o", &out]);
+    assert!(err.contains("-o names the directory"), "{err}");
+    assert!(err.contains(out.to_str().unwrap()), "{err}");
+}

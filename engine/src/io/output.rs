@@ -22,13 +22,75 @@ pub fn write_atomically(
             .and_then(|()| out.flush())
             .map_err(io_error(Path::new("<stdout>")));
     }
-    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let target = link_target(path);
     let special = std::fs::metadata(&target).is_ok_and(|m| !m.is_file());
     let result = match special {
         true => write_in_place(path, write),
         false => write_and_rename(&target, write),
     };
     result.map_err(io_error(path))
+}
+
+/// The file `path` names: a symlink's target (followed through further links), even one that
+/// does not exist yet, so that the link stays and the file it names is written.
+fn link_target(path: &Path) -> std::path::PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    // A dangling link (or a missing file): follow the links by hand, as the kernel would when
+    // creating the file through them (a bound keeps a loop from running forever).
+    let mut target = path.to_path_buf();
+    for _ in 0..40 {
+        let Ok(next) = std::fs::read_link(&target) else {
+            break;
+        };
+        target = match target.parent() {
+            Some(dir) => dir.join(next),
+            None => next,
+        };
+    }
+    target
+}
+
+/// Paths that name the same file as one of `inputs`, among `outputs` (that exist): an
+/// output there would replace an input the command reads, e.g. `-o` given the capture or the
+/// binary. `Err` names the first such output and its input.
+pub fn refuse_overwriting_inputs<'a>(
+    outputs: impl IntoIterator<Item = &'a Path>,
+    inputs: impl IntoIterator<Item = &'a Path> + Clone,
+) -> std::result::Result<(), String> {
+    for output in outputs {
+        let Ok(out) = std::fs::metadata(output) else {
+            continue;
+        };
+        if !out.is_file() {
+            continue;
+        }
+        for input in inputs.clone() {
+            if std::fs::metadata(input).is_ok_and(|i| same_file(&i, &out)) {
+                let also = match input == output {
+                    true => String::new(),
+                    false => format!(" ({})", input.display()),
+                };
+                return Err(format!(
+                    "{}: is also an input{also}: writing the output there would replace it; choose another output path",
+                    output.display(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata) -> bool {
+    false
 }
 
 /// Small enough that the formatted batches of [`write_formatted`] bypass it uncopied.
@@ -327,5 +389,44 @@ mod tests {
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
         assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+        // A link to a file not yet written (through a relative link to a link): the file is
+        // created where the links lead, and the links stay.
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let (dangling, via) = (dir.path().join("dangling"), sub.join("via"));
+        std::os::unix::fs::symlink("sub/new.txt", &dangling).unwrap();
+        std::os::unix::fs::symlink("../dangling", &via).unwrap();
+        write_text(&via, "created").unwrap();
+        assert!(std::fs::symlink_metadata(&via).unwrap().is_symlink());
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(sub.join("new.txt")).unwrap(),
+            "created"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_output_that_is_an_input_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, other, link) = (
+            dir.path().join("input"),
+            dir.path().join("other"),
+            dir.path().join("link"),
+        );
+        std::fs::write(&input, "x").unwrap();
+        std::os::unix::fs::symlink(&input, &link).unwrap();
+        let missing = dir.path().join("missing");
+        let inputs = [input.as_path()];
+        assert!(refuse_overwriting_inputs([other.as_path(), missing.as_path()], inputs).is_ok());
+        let err = refuse_overwriting_inputs([link.as_path()], inputs).unwrap_err();
+        assert!(
+            err.starts_with(&format!("{}: is also an input", link.display())),
+            "{err}"
+        );
+        // The devices written in place are no inputs' files.
+        assert!(
+            refuse_overwriting_inputs([Path::new("/dev/null")], [Path::new("/dev/null")]).is_ok()
+        );
     }
 }
