@@ -61,8 +61,7 @@ fn load(elf: &Path) -> Result<(Translation, Vec<u8>), BoxError> {
 fn dump(elf: &Path, json: bool) -> Result<(), BoxError> {
     let (t, _) = load(elf)?;
     let text = if json { dump_json(&t) } else { dump_text(&t) };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::stdout();
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
@@ -243,6 +242,6 @@ fn translate(elf: &Path, addresses: &[String]) -> Result<(), BoxError> {
             "0x{address:x}: {parent}+0x{input:x}{part}; as a branch source: {parent}+0x{source:x}"
         );
     }
-    std::io::stdout().lock().write_all(out.as_bytes())?;
+    crate::stdout().write_all(out.as_bytes())?;
     Ok(())
 }

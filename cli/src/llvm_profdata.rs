@@ -376,7 +376,7 @@ fn collect_inputs(m: &MergeArgs) -> Result<Vec<WeightedInput>, BoxError> {
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let inputs = collect_inputs(&m)?;
     if m.dump_input_file_list {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::stdout();
         for i in &inputs {
             writeln!(out, "{},{}", i.weight, i.path.display())?;
         }
@@ -466,7 +466,7 @@ fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
         }
     };
     if output == "-" {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::stdout();
         write(&mut out)?;
         out.flush()?;
     } else {
@@ -531,7 +531,7 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
     let mut rendered = Vec::new();
     show(&listing, &o, &mut rendered)?;
     match output.as_deref() {
-        None | Some("-") => std::io::stdout().lock().write_all(&rendered)?,
+        None | Some("-") => crate::stdout().write_all(&rendered)?,
         Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
     }
     Ok(())
@@ -597,7 +597,7 @@ fn run_overlap(args: &[String]) -> Result<(), BoxError> {
         rendered.clear();
     }
     match output.as_deref() {
-        None | Some("-") => std::io::stdout().lock().write_all(&rendered)?,
+        None | Some("-") => crate::stdout().write_all(&rendered)?,
         Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
     }
     Ok(())

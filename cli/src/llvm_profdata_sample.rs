@@ -291,7 +291,7 @@ fn read_symbol_list(path: &str, profile: &mut Profile) -> Result<(), BoxError> {
 fn run_merge(m: MergeArgs) -> Result<(), BoxError> {
     let inputs = collect_inputs(&m)?;
     if m.dump_input_file_list {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::stdout();
         for i in &inputs {
             writeln!(out, "{},{}", i.weight, i.path.display())?;
         }
@@ -404,7 +404,7 @@ fn fast_single_input(m: &MergeArgs, inputs: &[Input]) -> Option<Vec<Vec<u8>>> {
 
 fn write_output(output: &str, bytes: &[u8]) -> Result<(), BoxError> {
     if output == "-" {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::stdout();
         out.write_all(bytes)?;
         out.flush()?;
     } else {

@@ -250,6 +250,32 @@ fn main() -> ExitCode {
     finish(result)
 }
 
+/// Standard output, locked, whose write errors name it: "<stdout>: No space left on device"
+/// rather than an error that names no file.
+pub fn stdout() -> NamedStdout {
+    NamedStdout(std::io::stdout().lock())
+}
+
+/// See [`stdout`].
+pub struct NamedStdout(std::io::StdoutLock<'static>);
+
+impl std::io::Write for NamedStdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(name_stdout)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf).map_err(name_stdout)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(name_stdout)
+    }
+}
+
+/// The error, its kind kept (a closed pipe is still recognised as one).
+fn name_stdout(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("<stdout>: {e}"))
+}
+
 fn finish(result: Result<(), Box<dyn std::error::Error>>) -> ExitCode {
     keep_memory_at_exit();
     match result {

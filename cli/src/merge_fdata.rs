@@ -214,7 +214,7 @@ fn merge_yaml_and_write(
                 engine::io::output::write_atomically(path, |w| w.write_all(text.as_bytes()))?
             }
             _ => {
-                let mut out = io::stdout().lock();
+                let mut out = crate::stdout();
                 match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                     Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
                     other => other?,
@@ -287,8 +287,7 @@ fn merge_and_write_19(options: &Options) -> Result<(), Box<dyn std::error::Error
             engine::io::output::write_atomically(path, |w| merged.write(w))?
         }
         _ => {
-            let stdout = io::stdout();
-            let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            let mut out = io::BufWriter::with_capacity(1 << 20, crate::stdout());
             match merged.write(&mut out).and_then(|()| out.flush()) {
                 // A reader that closed the pipe (`| head`): end quietly.
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
@@ -303,8 +302,7 @@ fn merge_and_write_19(options: &Options) -> Result<(), Box<dyn std::error::Error
 /// Writes to standard output; a closed pipe (`| head`) ends the output quietly. Whether the
 /// whole profile was written (false: the reader closed the pipe).
 fn write_stdout(merged: &Merged) -> io::Result<bool> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    let mut out = io::BufWriter::with_capacity(1 << 20, crate::stdout());
     match merged.write(&mut out).and_then(|()| out.flush()) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),

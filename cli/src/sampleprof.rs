@@ -207,8 +207,7 @@ pub fn show(args: ShowArgs) -> Result<(), Box<dyn std::error::Error>> {
             e => e.into(),
         }
     })?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(crate::stdout());
     sampleprof::write_to(&profile, OutputFormat::Text, &mut out)?;
     std::io::Write::flush(&mut out)?;
     Ok(())

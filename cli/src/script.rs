@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         },
         &bar,
     )?;
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::stdout();
     for sink in sinks {
         stdout.write_all(&sink.out)?;
     }

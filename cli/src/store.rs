@@ -207,8 +207,7 @@ pub fn is_store(path: &std::path::Path) -> bool {
 pub fn show(path: &std::path::Path, json: bool) -> Result<(), BoxError> {
     let file = StoreFile::open(path)?;
     let store = file.store()?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(crate::stdout());
     let meta = store.meta();
     if json {
         write!(
@@ -328,7 +327,7 @@ pub fn show_hottest(store: &Path, binary: &Path, top: usize) -> Result<(), BoxEr
     } else {
         "taken branches"
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout();
     writeln!(out, "hottest functions of {} ({what}):", binary.display())?;
     for (n, f) in hot.into_iter().take(top) {
         writeln!(out, "  {n:>12}  {}", functions.get(f).name)?;

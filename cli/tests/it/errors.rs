@@ -781,3 +781,36 @@ fn several_binaries_are_checked_before_their_directory_is_made() {
     assert!(err.contains("-o names the directory"), "{err}");
     assert!(err.contains(out.to_str().unwrap()), "{err}");
 }
+
+/// A failed write to standard output names it.
+#[test]
+fn a_full_stdout_is_named() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipping: no /dev/full");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sample = shared_corpus("llvm-profdata/llvm-11/sample-profile.proftext");
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    let fdata = dir.path().join("a.fdata");
+    std::fs::write(&fdata, "1 main 10 1 foo 0 0 3\n").unwrap();
+    let commands: [&[&dyn AsRef<std::ffi::OsStr>]; 4] = [
+        &[&"show", &sample],
+        &[&"llvm-profdata", &"show", &"--sample", &sample],
+        &[&"merge-fdata", &fdata],
+        &[&"script", &capture],
+    ];
+    for args in commands {
+        let mut cmd = profmill();
+        for a in args {
+            cmd.arg(a);
+        }
+        let out = cmd.stdout(full.try_clone().unwrap()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd:?}");
+        assert!(
+            stderr.contains("<stdout>: No space left on device"),
+            "{cmd:?}: {stderr}"
+        );
+    }
+}
