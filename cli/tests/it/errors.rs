@@ -814,3 +814,34 @@ fn a_full_stdout_is_named() {
         );
     }
 }
+
+/// Damaged records are described with numbers that make sense: a record cut short says it
+/// has fewer bytes than it needs; a build-id entry too small for its layout says so.
+#[test]
+fn damaged_records_report_consistent_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let flipped = |name: &str, byte: usize, bit: u8| {
+        let mut data = std::fs::read(shared_perf(name)).unwrap();
+        data[byte] ^= 1 << bit;
+        let path = dir.path().join(name);
+        std::fs::write(&path, data).unwrap();
+        crate::store::profmill_error(&[&"script", &path])
+    };
+    // A flipped size inside the zstd stream of COMPRESSED records.
+    let err = flipped("lpd-sleep.compressed.perf.data", 8325, 4);
+    let numbers: Vec<u64> = err
+        .split("input ends inside a record: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{err}"))
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(numbers.len() >= 2 && numbers[0] < numbers[1], "{err}");
+    // A flipped bit in the header's feature sections: the build-id entry read there declares
+    // a size of 0 bytes (it used to say "expected 36 bytes, only 140 available").
+    let err = flipped("pdc-callgraph_and_branch-3.4.perf.data", 611303, 2);
+    assert!(
+        err.contains("byte offset 612420: record of type 0 is only 0 bytes"),
+        "{err}"
+    );
+}

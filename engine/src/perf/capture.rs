@@ -899,9 +899,14 @@ impl<'f, 'a> Walker<'f, 'a> {
             self.hand_out(&mut st);
         }
         if !st.buf.is_empty() {
+            // What the record says it needs (more than is left), or a header's 8 bytes.
+            let need = match next_record(Bytes::new(&st.buf, self.endian), 0, 0) {
+                Ok(Next::Incomplete { need }) => need,
+                _ => 8,
+            };
             let kind = formats::perf::ErrorKind::PartialRecord {
                 have: st.buf.len() as u64,
-                need: 8,
+                need,
             };
             return Err(formats::perf::Error {
                 offset: Offset::Compressed {

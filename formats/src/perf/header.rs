@@ -328,12 +328,21 @@ pub fn parse_build_ids(b: Bytes<'_>, offset: u64) -> Result<Vec<BuildIdEntry>> {
     while off + 8 <= b.len() {
         let header = RecordHeader::parse(b, off).expect("checked length");
         let size = header.size as usize;
-        if size < 36 || off + size > b.len() {
+        if size < 36 {
+            return Err(Error::at(
+                offset + off as u64,
+                ErrorKind::RecordBodyTooShort {
+                    record_type: header.kind,
+                    size,
+                },
+            ));
+        }
+        if off + size > b.len() {
             return Err(Error::at(
                 offset + off as u64,
                 ErrorKind::Truncated {
                     what: "build-id entry",
-                    needed: size.max(36) as u64,
+                    needed: size as u64,
                     available: (b.len() - off) as u64,
                 },
             ));
