@@ -161,6 +161,13 @@ fn check_args(args: &Args) -> Result<(), BoxError> {
         return Err("--only chooses among the binaries the capture maps; with --binary, name only the binaries you want".into());
     }
     let is_store_input = args.captures.len() == 1 && crate::store::is_store(&args.captures[0]);
+    if is_store_input && args.format.is_whole_store() {
+        return Err(format!(
+            "{}: is a profile store already: `profmill merge` combines stores, `profmill export --format parquet` writes its rows",
+            args.captures[0].display()
+        )
+        .into());
+    }
     if args.binaries.is_empty() && (!args.format.is_whole_store() || is_store_input) {
         return Err(format!(
             "--binary is needed for --format {}; only --format store or parquet works without binaries (it profiles every binary the capture maps)",

@@ -845,3 +845,26 @@ fn damaged_records_report_consistent_sizes() {
         "{err}"
     );
 }
+
+/// `aggregate --format store` of a store says what to do with a store.
+#[test]
+fn aggregating_a_store_to_a_store_points_at_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.pms");
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let out = dir.path().join("again.pms");
+    let err =
+        crate::store::profmill_error(&[&"aggregate", &store, &"--format", &"store", &"-o", &out]);
+    assert!(
+        err.contains("is a profile store already: `profmill merge` combines stores"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

@@ -458,14 +458,17 @@ pub fn read(text: &[u8]) -> Result<Profile, ReadError> {
             content = rest.trim_start_matches(' ');
         }
         let (k, value) = split_key(content)
-            .ok_or_else(|| err(format!("expected `key: value`, found {content:?}")))?;
+            .ok_or_else(|| err(format!("expected `key: value`, found {}", shown(content))))?;
         // merge-fdata wraps long flow sequences onto indented continuation lines.
         let joined;
         let value = if value.starts_with('[') && !value.trim_end().ends_with(']') {
             let mut all = value.trim_end().to_string();
             loop {
                 let Some((_, next)) = lines.next() else {
-                    return Err(err(format!("a flow sequence that never ends: {value:?}")));
+                    return Err(err(format!(
+                        "a flow sequence that never ends: {}",
+                        shown(value)
+                    )));
                 };
                 offset += next.len() + 1;
                 let next = std::str::from_utf8(next)
@@ -489,7 +492,8 @@ pub fn read(text: &[u8]) -> Result<Profile, ReadError> {
                     section = Section::Functions;
                     if !value.is_empty() && value != "[]" {
                         return Err(err(format!(
-                            "expected a list of functions, found {value:?}"
+                            "expected a list of functions, found {}",
+                            shown(value)
                         )));
                     }
                 }
@@ -556,13 +560,13 @@ fn unquote(v: &str) -> Result<String, String> {
     if let Some(inner) = v.strip_prefix('\'') {
         let inner = inner
             .strip_suffix('\'')
-            .ok_or_else(|| format!("unterminated quoted string {v:?}"))?;
+            .ok_or_else(|| format!("unterminated quoted string {}", shown(v)))?;
         return Ok(inner.replace("''", "'"));
     }
     if let Some(inner) = v.strip_prefix('"') {
         let inner = inner
             .strip_suffix('"')
-            .ok_or_else(|| format!("unterminated quoted string {v:?}"))?;
+            .ok_or_else(|| format!("unterminated quoted string {}", shown(v)))?;
         let mut out = String::new();
         let mut chars = inner.chars();
         while let Some(c) = chars.next() {
@@ -594,7 +598,7 @@ fn number(v: &str) -> Result<u64, String> {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => v.parse(),
     };
-    parsed.map_err(|_| format!("expected a number, found {v:?}"))
+    parsed.map_err(|_| format!("expected a number, found {}", shown(v)))
 }
 
 fn number32(v: &str) -> Result<u32, String> {
@@ -612,14 +616,14 @@ fn header_key(h: &mut Header, k: &str, v: &str) -> Result<(), String> {
             let inner = v
                 .strip_prefix('[')
                 .and_then(|r| r.strip_suffix(']'))
-                .ok_or_else(|| format!("expected `[ flags ]`, found {v:?}"))?;
+                .ok_or_else(|| format!("expected `[ flags ]`, found {}", shown(v)))?;
             h.flags.clear();
             for flag in inner.split(',').map(str::trim).filter(|f| !f.is_empty()) {
                 h.flags.push(match flag {
                     "lbr" => "lbr",
                     "sample" => "sample",
                     "memevent" => "memevent",
-                    other => return Err(format!("unknown profile flag {other:?}")),
+                    other => return Err(format!("unknown profile flag {}", shown(other))),
                 });
             }
         }
@@ -630,7 +634,7 @@ fn header_key(h: &mut Header, k: &str, v: &str) -> Result<(), String> {
             h.xxh3 = match v {
                 "xxh3" => true,
                 "std-hash" => false,
-                other => return Err(format!("unknown hash function {other:?}")),
+                other => return Err(format!("unknown hash function {}", shown(other))),
             }
         }
         _ => {}
@@ -642,7 +646,7 @@ fn boolean(v: &str) -> Result<bool, String> {
     match v {
         "true" | "True" | "TRUE" | "y" | "yes" | "on" => Ok(true),
         "false" | "False" | "FALSE" | "n" | "no" | "off" => Ok(false),
-        other => Err(format!("expected true or false, found {other:?}")),
+        other => Err(format!("expected true or false, found {}", shown(other))),
     }
 }
 
@@ -707,16 +711,16 @@ fn flow_mappings(v: &str) -> Result<Vec<Vec<(&str, &str)>>, String> {
     let inner = v
         .strip_prefix('[')
         .and_then(|r| r.strip_suffix(']'))
-        .ok_or_else(|| format!("expected a flow sequence `[ … ]`, found {v:?}"))?;
+        .ok_or_else(|| format!("expected a flow sequence `[ … ]`, found {}", shown(v)))?;
     let mut out = Vec::new();
     let mut rest = inner.trim();
     while !rest.is_empty() {
         let body = rest
             .strip_prefix('{')
-            .ok_or_else(|| format!("expected `{{` in {v:?}"))?;
+            .ok_or_else(|| format!("expected `{{` in {}", shown(v)))?;
         let end = body
             .find('}')
-            .ok_or_else(|| format!("expected `}}` in {v:?}"))?;
+            .ok_or_else(|| format!("expected `}}` in {}", shown(v)))?;
         let mut pairs = Vec::new();
         for pair in body[..end]
             .split(',')
@@ -725,7 +729,7 @@ fn flow_mappings(v: &str) -> Result<Vec<Vec<(&str, &str)>>, String> {
         {
             let (k, val) = pair
                 .split_once(':')
-                .ok_or_else(|| format!("expected `key: value` in {pair:?}"))?;
+                .ok_or_else(|| format!("expected `key: value` in {}", shown(pair)))?;
             pairs.push((k.trim(), val.trim()));
         }
         out.push(pairs);
@@ -762,6 +766,11 @@ pub fn check_fuzz_input(data: &[u8]) {
             Err(e) => panic!("our own output does not read back: {e}\n{text}"),
         }
     }
+}
+
+/// A value as an error shows it: quoted, cut to a readable length (a line can be megabytes).
+fn shown(v: &str) -> String {
+    format!("\"{}\"", crate::error::excerpt(v.as_bytes()))
 }
 
 #[cfg(test)]
@@ -900,6 +909,13 @@ functions:
         let e = read(b"---\nfunctions:\n  - name: f\n    fid: x\n").unwrap_err();
         assert_eq!((e.line, e.offset), (4, 27));
         assert!(e.message.contains("expected a number"), "{e}");
+        // A line of megabytes is shown cut.
+        let long = format!(
+            "---\nfunctions:\n  - name: f\n    fid: {}\n",
+            "9".repeat(1 << 20)
+        );
+        let e = read(long.as_bytes()).unwrap_err();
+        assert!(e.to_string().len() < 300, "{} bytes", e.to_string().len());
         assert!(read(b"1 main 0 1 f 0 0 1\n").is_err());
         let empty = Profile::default();
         assert_eq!(read(write(&empty).as_bytes()).unwrap().functions, vec![]);

@@ -226,7 +226,11 @@ pub fn read(data: &[u8]) -> Result<Profile> {
         names: Vec::new(),
     };
     if data.len() < 12 {
-        return Err(r.rd.truncated("header"));
+        // Where the file ends, not where the header would.
+        return Err(Error::Truncated {
+            offset: data.len() as u64,
+            what: "header (12 bytes)",
+        });
     }
     let mut profile = Profile::default();
     if version == Version::V3 {

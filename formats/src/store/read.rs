@@ -145,9 +145,10 @@ pub fn parse_header(bytes: &[u8]) -> Result<u32, StoreError> {
 /// returns where its table of contents is: (offset, length in bytes, checksum).
 pub fn parse_trailer(bytes: &[u8], file_len: u64) -> Result<(u64, u64, u64), StoreError> {
     let at = file_len.saturating_sub(TRAILER_SIZE);
-    // The header is a store's, so a missing end is a cut or unfinished file.
+    // The header is a store's, so a missing end is a cut or unfinished file: said where the
+    // file ends.
     if file_len < HEADER_SIZE + TRAILER_SIZE {
-        return Err(file_error(at, StoreErrorKind::NoTrailer));
+        return Err(file_error(file_len, StoreErrorKind::NoTrailer));
     }
     let trailer =
         Trailer::read_from_bytes(bytes).map_err(|_| file_error(at, StoreErrorKind::NoTrailer))?;

@@ -149,14 +149,18 @@ proptest! {
     fn a_truncated_store_is_an_error(c in content(), at in any::<prop::sample::Index>()) {
         let bytes = write(&c);
         let cut = at.index(bytes.len());
-        let kind = read(&bytes[..cut]).unwrap_err().kind;
-        // A cut header is no store; a whole header without the end is a cut store.
+        let err = read(&bytes[..cut]).unwrap_err();
+        // A cut header is no store; a whole header without the end is a cut store, found
+        // missing at or before the cut (never past the end of what is there).
         let expected = if cut < std::mem::size_of::<FileHeader>() {
             StoreErrorKind::NotAStore
         } else {
             StoreErrorKind::NoTrailer
         };
-        prop_assert_eq!(kind, expected, "cut at {} of {}", cut, bytes.len());
+        let not_a_store = expected == StoreErrorKind::NotAStore;
+        prop_assert_eq!(err.kind, expected, "cut at {} of {}", cut, bytes.len());
+        prop_assert!(err.offset <= cut as u64, "offset {} past the cut at {}", err.offset, cut);
+        prop_assert!(err.offset > 0 || not_a_store, "offset 0 for a cut at {}", cut);
     }
 }
 

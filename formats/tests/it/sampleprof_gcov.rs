@@ -182,3 +182,19 @@ fn malformed_gcov_errors() {
     assert!(e.contains("histogram type 9"), "{e}");
     assert!(gcov::read(b"adcg\x09\0\0\0\0\0\0\0").is_err());
 }
+
+/// A gcov file cut inside its 12-byte header is reported where it ends.
+#[test]
+fn a_cut_header_is_reported_where_the_file_ends() {
+    let mut out = Vec::new();
+    formats::sampleprof::gcov::write(
+        &formats::sampleprof::Profile::default(),
+        formats::sampleprof::gcov::Version::V407,
+        &mut out,
+    )
+    .unwrap();
+    let err = formats::sampleprof::read(&out[..8])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "byte offset 8: truncated header (12 bytes)");
+}
