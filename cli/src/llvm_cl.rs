@@ -17,7 +17,8 @@
 //!   '--ba'?`, naming the nearest option by edit distance, as LLVM does.
 //!
 //! Not modelled: option grouping and prefix options (no drop-in declares any; `-ofile` is an
-//! unknown argument in the LLVM tools too), response files (`@file`).
+//! unknown argument in the LLVM tools too). Response files (`@file`) are expanded before
+//! this module reads the arguments, by [`crate::response_files`].
 //!
 //! The policy, per option: implemented; accepted and ignored with a warning (it changes
 //! nothing profmill writes); or refused (it would change the output, so it is never silently
