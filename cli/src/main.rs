@@ -250,7 +250,7 @@ fn main() -> ExitCode {
     finish(result)
 }
 
-/// Standard output, locked, whose write errors name it: "<stdout>: No space left on device"
+/// Standard output, locked, whose write errors name it (`<stdout>: No space left on device`)
 /// rather than an error that names no file.
 pub fn stdout() -> NamedStdout {
     NamedStdout(std::io::stdout().lock())

@@ -177,3 +177,36 @@ fn named_and_md5_sample_profiles_merge_into_one() {
     let mains: Vec<&str> = text.lines().filter(|l| l.starts_with("main:")).collect();
     assert_eq!(mains, ["main:368038:0"]);
 }
+
+/// A sum that saturates is reported per function, in llvm-profdata's order, as it reports it.
+#[test]
+fn counter_overflow_warnings_match_llvm_profdata() {
+    let (Some(overflow), Some(probe)) = (
+        corpus("llvm-11/overflow-sample.proftext"),
+        corpus("llvm-13/pseudo-probe-profile.proftext"),
+    ) else {
+        return;
+    };
+    if !have_tool(LLVM_PROFDATA) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let [overflow, probe] = [&overflow, &probe].map(|p| p.to_str().unwrap());
+    let weighted = format!("--weighted-input=2,{overflow}");
+    let cases: [&[&str]; 3] = [
+        &[
+            "merge", "--sample", "--text", overflow, overflow, "-o", "OUT",
+        ],
+        &["merge", "--sample", "--text", &weighted, "-o", "OUT"],
+        &["merge", "--sample", "--text", probe, probe, "-o", "OUT"],
+    ];
+    for args in cases {
+        let (r, o) = assert_same(d.path(), args, None);
+        assert!(!r.stderr.is_empty(), "{args:?}: no warning to compare");
+        assert_eq!(
+            String::from_utf8_lossy(&r.stderr),
+            String::from_utf8_lossy(&o.stderr),
+            "{args:?}"
+        );
+    }
+}

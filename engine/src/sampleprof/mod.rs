@@ -207,6 +207,7 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
         if options.drop_symbol_list {
             p.symbol_list.clear();
         }
+        let start = inserted.len();
         match &options.remapper {
             Some(r) => {
                 inserted.extend(order.iter().map(|c| r.remap_context(c)));
@@ -227,7 +228,14 @@ pub fn merge(inputs: &[Input], options: &MergeOptions) -> Result<Merged> {
         if !first && p.kind.cs != out.kind.cs {
             return Err(incompatible(&input.path, "CS", "non-CS", p.kind.cs));
         }
-        merge_into(&mut out, p, input, &mut keys, &mut warnings);
+        merge_into(
+            &mut out,
+            p,
+            &inserted[start..],
+            input,
+            &mut keys,
+            &mut warnings,
+        );
     }
     Ok(Merged {
         profile: out,
@@ -301,9 +309,12 @@ fn md5_context(ctx: &Context) -> Context {
     }
 }
 
+/// Merges `p` into `out`, its functions in `order` (LLVM's iteration order of the input's
+/// map, which orders the warnings).
 fn merge_into(
     out: &mut Profile,
-    p: Profile,
+    mut p: Profile,
+    order: &[Context],
     input: &Input,
     keys: &mut MergeKeys,
     warnings: &mut Vec<String>,
@@ -319,7 +330,13 @@ fn merge_into(
         let e = out.timestamps.entry(name).or_insert(t);
         *e = (*e).min(t);
     }
-    for (ctx, fs) in p.functions {
+    let mut in_order: Vec<(Context, FunctionSamples)> = order
+        .iter()
+        .filter_map(|c| p.functions.remove_entry(c))
+        .collect();
+    // Any the order missed (none expected), in context order.
+    in_order.extend(std::mem::take(&mut p.functions));
+    for (ctx, fs) in in_order {
         let ctx = keys.resolve(out, ctx);
         match out.functions.get_mut(&ctx) {
             None if input.weight == 1 => {
@@ -336,11 +353,8 @@ fn merge_into(
                             }
                         }),
                     };
-                if target.merge(&fs, input.weight).is_err() {
-                    warnings.push(format!(
-                        "{}: {ctx}: Function hash mismatch",
-                        input.path.display()
-                    ));
+                if let Err(e) = target.merge(&fs, input.weight) {
+                    warnings.push(format!("{}: {ctx}: {e}", input.path.display()));
                 }
             }
         }

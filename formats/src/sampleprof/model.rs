@@ -267,18 +267,27 @@ impl FunctionSamples {
         self.callsites.values().map(|m| m.len()).sum()
     }
 
-    /// LLVM `FunctionSamples::merge`: adds `other × weight` into `self`. A checksum mismatch
-    /// drops `other` (LLVM's `hash_mismatch`) and is reported as `Err`.
-    pub fn merge(&mut self, other: &FunctionSamples, weight: u64) -> Result<bool, MergeError> {
+    /// LLVM `FunctionSamples::merge`: adds `other × weight` into `self`, and reports the first
+    /// problem in LLVM's order (totals, body lines, then inlinees, depth first), as LLVM's
+    /// `MergeResult` keeps the first error. A checksum mismatch here drops `other`; one in an
+    /// inlinee drops that inlinee only; a saturated count merges the rest.
+    pub fn merge(&mut self, other: &FunctionSamples, weight: u64) -> Result<(), MergeError> {
         if self.checksum == 0 {
             self.checksum = other.checksum;
         } else if self.checksum != other.checksum {
             return Err(MergeError::ChecksumMismatch);
         }
-        let mut overflow = self.add_total(other.total, weight);
-        overflow |= self.add_head(other.head, weight);
+        let mut first = None;
+        let overflowed = |overflow: bool, first: &mut Option<MergeError>| {
+            if overflow {
+                first.get_or_insert(MergeError::CounterOverflow);
+            }
+        };
+        overflowed(self.add_total(other.total, weight), &mut first);
+        overflowed(self.add_head(other.head, weight), &mut first);
         for (loc, rec) in &other.body {
-            overflow |= self.body.entry(*loc).or_default().merge(rec, weight);
+            let overflow = self.body.entry(*loc).or_default().merge(rec, weight);
+            overflowed(overflow, &mut first);
         }
         for (loc, callees) in &other.callsites {
             let mine = self.callsites.entry(*loc).or_default();
@@ -287,13 +296,12 @@ impl FunctionSamples {
                     attributes: callee.attributes,
                     ..FunctionSamples::default()
                 });
-                // A nested mismatch only drops that callee, as in LLVM (the error is merged).
-                if let Ok(o) = target.merge(callee, weight) {
-                    overflow |= o;
+                if let Err(e) = target.merge(callee, weight) {
+                    first.get_or_insert(e);
                 }
             }
         }
-        Ok(overflow)
+        first.map_or(Ok(()), Err)
     }
 
     /// Every call-target and inlined-callee name below this profile (not its own name).
@@ -312,12 +320,24 @@ impl FunctionSamples {
     }
 }
 
-/// Why [`FunctionSamples::merge`] refused to merge.
+/// The first problem [`FunctionSamples::merge`] met.
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MergeError {
     /// Two pseudo-probe profiles of one function carry different CFG checksums.
     ChecksumMismatch,
+    /// A count saturated at 2^64 − 1.
+    CounterOverflow,
+}
+
+impl fmt::Display for MergeError {
+    /// LLVM's `sampleprof_error` messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MergeError::ChecksumMismatch => "Function hash mismatch",
+            MergeError::CounterOverflow => "Counter overflow",
+        })
+    }
 }
 
 /// What kind of profile this is; these select sections and flags in the binary writers.
