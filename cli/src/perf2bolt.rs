@@ -178,7 +178,9 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
         outputs.into_iter().flatten().map(PathBuf::as_path),
         [o.binary.as_path(), o.input.as_path()],
     )?;
-    // The pre-aggregated text, read once (it may be a pipe): the YAML view reads it again.
+    // The pre-aggregated text, read once (it may be a pipe) and kept only for the YAML view,
+    // which reads it again.
+    let wants_yaml = o.yaml || o.save_profile.is_some();
     let mut preagg_text = None;
     // The binary's functions are found while the profile is read: neither needs the other.
     let (binary, profile) = std::thread::scope(|scope| {
@@ -193,7 +195,7 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
                 .and_then(|data| {
                     let profile = engine::bolt::profile_from_preagg(&data)
                         .map_err(|e| format!("{}: {e}", o.input.display()).into());
-                    preagg_text = Some(data);
+                    preagg_text = wants_yaml.then_some(data);
                     profile
                 })
         } else {
@@ -210,12 +212,12 @@ pub fn run_as(args: &[OsString], dialect: Dialect) -> Result<(), Box<dyn std::er
     let basic = o.basic || (profile.traces.is_empty() && !profile.ips.is_empty());
     // Pre-aggregated lines with a zero count add no mispredictions to inner branches in
     // perf2bolt's YAML: those branches come from the profile without them.
-    let intra = match (o.yaml || o.save_profile.is_some(), &preagg_text) {
-        (true, Some(text)) => Some(
+    let intra = match &preagg_text {
+        Some(text) => Some(
             engine::bolt::profile_from_preagg_for_yaml(text)
                 .map_err(|e| format!("{}: {e}", o.input.display()))?,
         ),
-        _ => None,
+        None => None,
     };
     drop(preagg_text);
     // The last YAML written gets the profile itself, to drop once symbolized.

@@ -28,23 +28,34 @@ const MAP_AT_LEAST: u64 = 256 << 10;
 /// device, a pipe or a socket cannot be, and is refused with an error that says what the path
 /// is instead.
 pub fn open_regular(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
+    open_if(
+        path,
+        |kind| kind.is_file(),
+        |kind| match kind.is_dir() {
+            true => format!("is a directory, not {what}"),
+            false => format!(
+                "is {}, not a regular file: expected {what}",
+                special_kind(kind)
+            ),
+        },
+    )
+}
+
+/// Opens `path` if its kind is `wanted`; else an error that `refusal` words from the kind.
+fn open_if(
+    path: &Path,
+    wanted: impl Fn(std::fs::FileType) -> bool,
+    refusal: impl Fn(std::fs::FileType) -> String,
+) -> std::io::Result<std::fs::File> {
     let file = std::fs::File::open(path)?;
     let kind = file.metadata()?.file_type();
-    if kind.is_file() {
-        return Ok(file);
+    match wanted(kind) {
+        true => Ok(file),
+        false => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            refusal(kind),
+        )),
     }
-    let message = if kind.is_dir() {
-        format!("is a directory, not {what}")
-    } else {
-        format!(
-            "is {}, not a regular file: expected {what}",
-            special_kind(kind)
-        )
-    };
-    Err(std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        message,
-    ))
 }
 
 /// The whole contents of the input `path`, a regular file or a pipe (read to its end). A
@@ -70,19 +81,11 @@ pub fn read_or_stdin(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
 
 /// Opens `path` to be read whole: a regular file or a pipe.
 fn open_readable(path: &Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::File::open(path)?;
-    let kind = file.metadata()?.file_type();
-    if kind.is_file() || is_fifo(kind) {
-        return Ok(file);
-    }
-    let message = match kind.is_dir() {
+    let wanted = |kind: std::fs::FileType| kind.is_file() || is_fifo(kind);
+    open_if(path, wanted, |kind| match kind.is_dir() {
         true => "is a directory, not a file".to_owned(),
         false => format!("is {}, not a regular file or a pipe", special_kind(kind)),
-    };
-    Err(std::io::Error::new(
-        std::io::ErrorKind::InvalidInput,
-        message,
-    ))
+    })
 }
 
 #[cfg(unix)]

@@ -260,8 +260,8 @@ fn incompatible(path: &Path, kind: &str, other: &str, this_is_kind: bool) -> Err
 
 /// The keys merged profiles are filed under. llvm-profdata's `SampleProfileMap` is keyed by
 /// the MD5 of the context (`SampleContext::getHashCode`), so a function named in one input and
-/// known only by its MD5 in another (an `--use-md5` profile) is one profile, spelled as the
-/// first input that had it spelled it. Inlinees and call targets are keyed by `FunctionId`,
+/// known only by its MD5 in another (an `--use-md5` profile) is one profile, under the first
+/// input's spelling. Inlinees and call targets are keyed by `FunctionId`,
 /// where a name and an MD5 differ, and stay apart, as in LLVM.
 #[derive(Default)]
 struct MergeKeys {

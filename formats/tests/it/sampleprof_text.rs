@@ -217,6 +217,17 @@ fn nested(depth: usize) -> Vec<u8> {
 /// or reader of a readable profile runs out of stack.
 #[test]
 fn inlining_at_the_nesting_limit_round_trips_and_deeper_is_refused() {
+    // The tests run unoptimized, whose frames are several times a release build's: a test
+    // thread's 2 MiB would not hold what the release binary's threads hold.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(nesting_limit_round_trip)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+fn nesting_limit_round_trip() {
     use formats::sampleprof::{binary, gcov, gcov_v4, MAX_NESTING};
     let deeper = nested(MAX_NESTING + 1);
     let err = text::read(&deeper).unwrap_err().located("deep.txt");
