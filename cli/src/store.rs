@@ -66,6 +66,13 @@ pub fn export_binaries(
                 "--format parquet writes every binary of the store; leave out --binary".into(),
             );
         }
+        if output.as_os_str().to_string_lossy().ends_with('/') && !output.is_dir() {
+            return Err(format!(
+                "{}: no such directory (create it, or give the Parquet file's name)",
+                output.display()
+            )
+            .into());
+        }
         let output = match output.is_dir() {
             true => output.join(
                 store

@@ -868,3 +868,57 @@ fn aggregating_a_store_to_a_store_points_at_merge() {
     );
     assert!(!out.exists());
 }
+
+/// A `--pid` that does not map the binary, where other processes do: the message names the
+/// pid as the problem and lists the processes that map it, rather than suggesting a rename.
+#[test]
+fn a_wrong_pid_is_named_with_the_pids_that_map_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("test.binary");
+    std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
+    let capture = shared_perf("autofdo-test.lbr.perf.data");
+    let out = dir.path().join("out.preagg");
+    let err = crate::store::profmill_error(&[
+        &"aggregate",
+        &capture,
+        &"-b",
+        &binary,
+        &"--pid",
+        &"999999",
+        &"-o",
+        &out,
+    ]);
+    assert!(
+        err.contains("no process with pid 999999 maps \"test.binary\"; the processes that map it: 25532 (check --pid)"),
+        "{err}"
+    );
+    assert!(!err.contains("rename the binary"), "{err}");
+}
+
+/// `export --format parquet -o DIR/` with no such directory says so.
+#[test]
+fn a_parquet_export_into_a_missing_directory_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.pms");
+    let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
+    run_ok(
+        profmill()
+            .arg("aggregate")
+            .arg(&capture)
+            .args(["--format", "store", "-o"])
+            .arg(&store),
+    );
+    let missing = format!("{}/", dir.path().join("missing").display());
+    let err = crate::store::profmill_error(&[
+        &"export",
+        &store,
+        &"--format",
+        &"parquet",
+        &"-o",
+        &missing,
+    ]);
+    assert!(
+        err.contains(&format!("{missing}: no such directory")),
+        "{err}"
+    );
+}

@@ -714,6 +714,29 @@ fn check_mapped(
             maps.ignored_mappings
         )));
     }
+    if let Some(pid) = req.pid {
+        // Mapped, but by other processes: the pid is what is wrong, not the name.
+        let mut pids: Vec<u32> = side
+            .mmaps
+            .iter()
+            .filter(|m| {
+                crate::perf::mapping::mapped_file_name(&m.filename) == Some(&binary.file_name[..])
+            })
+            .map(|m| m.pid)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        if !pids.is_empty() {
+            let listed: Vec<String> = pids.iter().take(20).map(u32::to_string).collect();
+            let more = if pids.len() > 20 { ", …" } else { "" };
+            return Err(Error::Mismatch(format!(
+                "{}: no process with pid {pid} maps {:?}; the processes that map it: {}{more} (check --pid)",
+                binary.path.display(),
+                String::from_utf8_lossy(&binary.file_name),
+                listed.join(", ")
+            )));
+        }
+    }
     let mapped = discover::mapped_binaries(side, &[]).unwrap_or_default();
     Err(Error::Mismatch(format!(
         "{}: no process in the capture maps a file named {:?}{} (it maps: {}); rename the binary to the mapped name, or pass --ignore-build-id if only its build-id differs",
