@@ -517,15 +517,12 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
         }
     }
     let file = file.ok_or("llvm-profdata show: a profile file is required")?;
-    if file == output.as_deref().unwrap_or("-") {
-        return Err(
-            "llvm-profdata show: Input file name cannot be the same as the output file name!"
-                .into(),
-        );
-    }
-    if o.all_functions && o.function.as_deref().is_some_and(|f| !f.is_empty()) {
-        eprintln!("warning: -function argument ignored: showing all functions");
-    }
+    check_show(
+        &file,
+        output.as_deref(),
+        o.all_functions,
+        o.function.as_deref(),
+    )?;
     let data = engine::io::input::read_or_stdin(&file).map_err(|e| format!("{file}: {e}"))?;
     let listing = read_listing(&data).map_err(|e| format!("{file}: {e}"))?;
     let mut rendered = Vec::new();
@@ -533,6 +530,26 @@ fn run_show(args: &[String]) -> Result<(), BoxError> {
     match output.as_deref() {
         None | Some("-") => crate::stdout().write_all(&rendered)?,
         Some(path) => write_atomically(&PathBuf::from(path), |w| w.write_all(&rendered))?,
+    }
+    Ok(())
+}
+
+/// What `show_main` checks before it reads the profile, for both kinds: the input is not the
+/// output, and `--function` with `--all-functions` is ignored with a warning.
+pub(crate) fn check_show(
+    file: &str,
+    output: Option<&str>,
+    all_functions: bool,
+    function: Option<&str>,
+) -> Result<(), BoxError> {
+    if file == output.unwrap_or("-") {
+        return Err(
+            "llvm-profdata show: Input file name cannot be the same as the output file name!"
+                .into(),
+        );
+    }
+    if all_functions && function.is_some_and(|f| !f.is_empty()) {
+        eprintln!("warning: -function argument ignored: showing all functions");
     }
     Ok(())
 }

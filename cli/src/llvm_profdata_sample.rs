@@ -504,15 +504,12 @@ fn run_show(s: ShowArgs) -> Result<(), BoxError> {
     let file = s
         .file
         .ok_or("llvm-profdata show: Not enough positional command line arguments specified!")?;
-    if file == s.output.as_deref().unwrap_or("-") {
-        return Err(
-            "llvm-profdata show: Input file name cannot be the same as the output file name!"
-                .into(),
-        );
-    }
-    if s.all_functions && s.function.as_deref().is_some_and(|f| !f.is_empty()) {
-        eprintln!("warning: -function argument ignored: showing all functions");
-    }
+    crate::llvm_profdata::check_show(
+        &file,
+        s.output.as_deref(),
+        s.all_functions,
+        s.function.as_deref(),
+    )?;
     let data = engine::io::input::read_or_stdin(&file).map_err(|e| format!("{file}: {e}"))?;
     let mut out = Vec::new();
     if s.sec_info_only {

@@ -309,3 +309,30 @@ pub fn raw_profiles_of_runs(exe: &Path, args: &[&str]) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// Runs profmill with `args`, which must succeed.
+pub fn profmill_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
+    run_ok(&mut profmill_with(args))
+}
+
+/// Runs profmill with `args`, which must fail; returns what it said on stderr.
+pub fn profmill_error(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let failed = profmill_with(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&failed.stderr).into_owned();
+    assert!(!failed.status.success(), "succeeded: {stderr}");
+    stderr
+}
+
+/// `profmill ARGS`, not yet run.
+pub fn profmill_with(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Command {
+    let mut cmd = profmill();
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd
+}
+
+/// `aggregate CAPTURE --format store -o OUT`: every binary the capture maps.
+pub fn store_of_capture(capture: &Path, out: &Path) {
+    profmill_ok(&[&"aggregate", &capture, &"--format", &"store", &"-o", &out]);
+}

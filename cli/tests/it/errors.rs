@@ -1,7 +1,6 @@
 //! Requests that cannot be met fail with a clear message and leave no output behind.
 
 use crate::common::*;
-use crate::store::profmill_error;
 use testsupport::*;
 
 fn aggregate(
@@ -640,83 +639,28 @@ fn an_output_never_replaces_an_input() {
     .unwrap();
     std::fs::copy(shared_perf("autofdo-propeller_sample_1.bin"), &binary).unwrap();
     let store = dir.path().join("s.pms");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(&capture)
-            .args(["--format", "store", "-o"])
-            .arg(&store),
-    );
+    store_of_capture(&capture, &store);
     let parquet = dir.path().join("s.parquet");
-    run_ok(
-        profmill()
-            .arg("export")
-            .arg(&store)
-            .args(["--format", "parquet", "-o"])
-            .arg(&parquet),
-    );
+    profmill_ok(&[&"export", &store, &"--format", &"parquet", &"-o", &parquet]);
     let originals: Vec<(std::path::PathBuf, Vec<u8>)> = [&capture, &binary, &store, &parquet]
         .iter()
         .map(|p| (p.to_path_buf(), std::fs::read(p).unwrap()))
         .collect();
-    let b = binary.as_os_str();
-    let c = capture.as_os_str();
-    let s = store.as_os_str();
-    let q = parquet.as_os_str();
-    let refused: &[(&[&std::ffi::OsStr], &std::ffi::OsStr)] = &[
-        (
-            &["aggregate".as_ref(), c, "-b".as_ref(), b, "-o".as_ref(), c],
-            c,
-        ),
-        (
-            &["aggregate".as_ref(), c, "-b".as_ref(), b, "-o".as_ref(), b],
-            b,
-        ),
-        (
-            &["perf2bolt".as_ref(), b, "-p".as_ref(), c, "-o".as_ref(), b],
-            b,
-        ),
-        (
-            &["perf2bolt".as_ref(), b, "-p".as_ref(), c, "-o".as_ref(), c],
-            c,
-        ),
-        (
-            &[
-                "autofdo".as_ref(),
-                "-b".as_ref(),
-                b,
-                "-p".as_ref(),
-                c,
-                "-o".as_ref(),
-                c,
-            ],
-            c,
-        ),
-        (
-            &["export".as_ref(), s, "-b".as_ref(), b, "-o".as_ref(), s],
-            s,
-        ),
-        (
-            &[
-                "export".as_ref(),
-                s,
-                "--format".as_ref(),
-                "parquet".as_ref(),
-                "-o".as_ref(),
-                s,
-            ],
-            s,
-        ),
-        (&["import".as_ref(), q, "-o".as_ref(), q], q),
+    let (b, c, s, q) = (&binary, &capture, &store, &parquet);
+    let refused: [(&[&dyn AsRef<std::ffi::OsStr>], &std::path::PathBuf); 8] = [
+        (&[&"aggregate", c, &"-b", b, &"-o", c], c),
+        (&[&"aggregate", c, &"-b", b, &"-o", b], b),
+        (&[&"perf2bolt", b, &"-p", c, &"-o", b], b),
+        (&[&"perf2bolt", b, &"-p", c, &"-o", c], c),
+        (&[&"autofdo", &"-b", b, &"-p", c, &"-o", c], c),
+        (&[&"export", s, &"-b", b, &"-o", s], s),
+        (&[&"export", s, &"--format", &"parquet", &"-o", s], s),
+        (&[&"import", q, &"-o", q], q),
     ];
     for (args, output) in refused {
-        let mut cmd = profmill();
-        cmd.args(*args);
-        let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{cmd:?}");
-        let expected = format!("{}: is also an input", output.to_string_lossy());
-        assert!(stderr.contains(&expected), "{cmd:?}: {stderr}");
+        let stderr = profmill_error(args);
+        let expected = format!("{}: is also an input", output.display());
+        assert!(stderr.contains(&expected), "{stderr}");
     }
     for (path, bytes) in &originals {
         assert!(
@@ -735,17 +679,11 @@ fn several_binaries_are_checked_before_their_directory_is_made() {
     let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
     let binary = shared_perf("autofdo-propeller_sample_1.bin");
     let store = dir.path().join("s.pms");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(&capture)
-            .args(["--format", "store", "-o"])
-            .arg(&store),
-    );
+    store_of_capture(&capture, &store);
     // The second binary is not in the store: nothing is written, no directory made.
     let out = dir.path().join("out");
     let other = shared_perf("autofdo-jump_table_test.binary");
-    let err = crate::store::profmill_error(&[
+    let err = profmill_error(&[
         &"export", &store, &"-b", &binary, &"-b", &other, &"-o", &out,
     ]);
     assert!(err.contains("no binary with build-id"), "{err}");
@@ -761,7 +699,7 @@ fn several_binaries_are_checked_before_their_directory_is_made() {
         ["aggregate", capture.to_str().unwrap()],
         ["export", store.to_str().unwrap()],
     ] {
-        let err = crate::store::profmill_error(&[
+        let err = profmill_error(&[
             &command[0],
             &command[1],
             &"-b",
@@ -776,8 +714,7 @@ fn several_binaries_are_checked_before_their_directory_is_made() {
     }
     // A file where the directory should be.
     std::fs::write(&out, "x").unwrap();
-    let err =
-        crate::store::profmill_error(&[&"export", &store, &"-b", &binary, &"-b", &pa, &"-o", &out]);
+    let err = profmill_error(&[&"export", &store, &"-b", &binary, &"-b", &pa, &"-o", &out]);
     assert!(err.contains("-o names the directory"), "{err}");
     assert!(err.contains(out.to_str().unwrap()), "{err}");
 }
@@ -801,10 +738,7 @@ fn a_full_stdout_is_named() {
         &[&"script", &capture],
     ];
     for args in commands {
-        let mut cmd = profmill();
-        for a in args {
-            cmd.arg(a);
-        }
+        let mut cmd = profmill_with(args);
         let out = cmd.stdout(full.try_clone().unwrap()).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{cmd:?}");
@@ -825,7 +759,7 @@ fn damaged_records_report_consistent_sizes() {
         data[byte] ^= 1 << bit;
         let path = dir.path().join(name);
         std::fs::write(&path, data).unwrap();
-        crate::store::profmill_error(&[&"script", &path])
+        profmill_error(&[&"script", &path])
     };
     // A flipped size inside the zstd stream of COMPRESSED records.
     let err = flipped("lpd-sleep.compressed.perf.data", 8325, 4);
@@ -852,16 +786,9 @@ fn aggregating_a_store_to_a_store_points_at_merge() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.pms");
     let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(&capture)
-            .args(["--format", "store", "-o"])
-            .arg(&store),
-    );
+    store_of_capture(&capture, &store);
     let out = dir.path().join("again.pms");
-    let err =
-        crate::store::profmill_error(&[&"aggregate", &store, &"--format", &"store", &"-o", &out]);
+    let err = profmill_error(&[&"aggregate", &store, &"--format", &"store", &"-o", &out]);
     assert!(
         err.contains("is a profile store already: `profmill merge` combines stores"),
         "{err}"
@@ -878,7 +805,7 @@ fn a_wrong_pid_is_named_with_the_pids_that_map_the_binary() {
     std::fs::copy(shared_perf("autofdo-test.binary"), &binary).unwrap();
     let capture = shared_perf("autofdo-test.lbr.perf.data");
     let out = dir.path().join("out.preagg");
-    let err = crate::store::profmill_error(&[
+    let err = profmill_error(&[
         &"aggregate",
         &capture,
         &"-b",
@@ -901,24 +828,23 @@ fn a_parquet_export_into_a_missing_directory_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s.pms");
     let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
-    run_ok(
-        profmill()
-            .arg("aggregate")
-            .arg(&capture)
-            .args(["--format", "store", "-o"])
-            .arg(&store),
-    );
+    store_of_capture(&capture, &store);
     let missing = format!("{}/", dir.path().join("missing").display());
-    let err = crate::store::profmill_error(&[
-        &"export",
-        &store,
-        &"--format",
-        &"parquet",
-        &"-o",
-        &missing,
-    ]);
+    let err = profmill_error(&[&"export", &store, &"--format", &"parquet", &"-o", &missing]);
     assert!(
         err.contains(&format!("{missing}: no such directory")),
         "{err}"
     );
+}
+
+/// merge-fdata with a malformed YAML profile as its only (first) input calls it malformed;
+/// "not a YAML profile (the first input is one)" is for a later input.
+#[test]
+fn a_malformed_first_yaml_input_is_called_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("cut.yaml");
+    std::fs::write(&yaml, "---\nheader").unwrap();
+    let err = profmill_error(&[&"merge-fdata", &yaml]);
+    assert!(err.contains("cut.yaml: malformed YAML profile"), "{err}");
+    assert!(!err.contains("the first input is one"), "{err}");
 }

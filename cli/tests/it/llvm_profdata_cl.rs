@@ -210,3 +210,24 @@ fn counter_overflow_warnings_match_llvm_profdata() {
         );
     }
 }
+
+/// An instrumentation-only option given to a sample `show` is ignored with one warning (it
+/// said "ignored" twice).
+#[test]
+fn an_instrumentation_option_in_sample_mode_is_ignored_once() {
+    let Some(sample) = corpus("llvm-11/sample-profile.proftext") else {
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_profmill"))
+        .args(["llvm-profdata", "show", "--sample", "--counts"])
+        .arg(&sample)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("applies to instrumentation profiles only; ignored\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("ignored; ignored"), "{stderr}");
+}

@@ -9,7 +9,7 @@ use formats::store::{IpRow, MemRow, Row, Store, TraceRow};
 use testsupport::*;
 
 use crate::common::*;
-use crate::store::{profmill_ok, programs};
+use crate::store::programs;
 
 /// The environment variable naming the Python with PySpark and pyarrow (`.ci/run` sets it to
 /// its venv's); `python3` otherwise.

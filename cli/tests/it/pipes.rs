@@ -26,11 +26,7 @@ fn through_pipe(stdin: &Path, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
 }
 
 fn from_file(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut cmd = profmill();
-    for a in args {
-        cmd.arg(a);
-    }
-    cmd.stdin(Stdio::null()).output().unwrap()
+    profmill_with(args).stdin(Stdio::null()).output().unwrap()
 }
 
 fn ok(out: Output) -> Vec<u8> {
@@ -143,14 +139,7 @@ fn devices_and_pipes_are_refused_where_they_cannot_be_read() {
     // A store merge reads its inputs at offsets: a pipe or a device is named, not skipped.
     let store = d.path().join("s.pms");
     let capture = shared_perf("autofdo-propeller_sample_1.perf.data");
-    ok(from_file(&[
-        &"aggregate",
-        &capture,
-        &"--format",
-        &"store",
-        &"-o",
-        &store,
-    ]));
+    store_of_capture(&capture, &store);
     let piped = through_pipe(&store, &[&"merge", &"/dev/stdin", &"-o", &out]);
     let stderr = String::from_utf8_lossy(&piped.stderr);
     assert!(!piped.status.success());
@@ -160,7 +149,7 @@ fn devices_and_pipes_are_refused_where_they_cannot_be_read() {
         ),
         "{stderr}"
     );
-    let null = crate::store::profmill_error(&[&"merge", &store, &"/dev/null", &"-o", &out]);
+    let null = profmill_error(&[&"merge", &store, &"/dev/null", &"-o", &out]);
     assert!(null.contains("/dev/null: is a character device"), "{null}");
     assert!(!out.exists());
 }

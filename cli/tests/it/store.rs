@@ -39,26 +39,6 @@ pub(crate) fn programs(d: &Path) -> [PathBuf; 2] {
     ]
 }
 
-pub(crate) fn profmill_ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> std::process::Output {
-    run_ok(&mut profmill_with(args))
-}
-
-/// Runs profmill with `args`, which must fail; returns what it said on stderr.
-pub(crate) fn profmill_error(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
-    let failed = profmill_with(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&failed.stderr).into_owned();
-    assert!(!failed.status.success(), "succeeded: {stderr}");
-    stderr
-}
-
-fn profmill_with(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Command {
-    let mut cmd = profmill();
-    for a in args {
-        cmd.arg(a);
-    }
-    cmd
-}
-
 /// `aggregate CAPTURE -b BINARY --format store -o OUT`.
 fn store_of(capture: &Path, binary: &Path, out: &Path) {
     profmill_ok(&[
